@@ -1,0 +1,3 @@
+from edgemem.cli import main
+
+main()

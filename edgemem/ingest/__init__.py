@@ -1,0 +1,1 @@
+"""The write path (DESIGN "Write path"): accept raw, build notes, then organise them."""

@@ -1,0 +1,624 @@
+"""Resolve the date expressions in a record against the time it was said.
+
+DESIGN.md Principle 6, "Time is data": every raw record has an event time, and relative expressions
+("yesterday", "last Friday", "two weeks ago") are resolved against that event time at ingestion and
+stored on the note as absolute dates. Date arithmetic is code, never a prompt (Principle 2): the
+small models edgemem runs get it wrong (ENVIRONMENT.md measured "3 days" for 18).
+
+LoCoMo (Maharana et al., ACL 2024) grades temporal questions this way. A speaker says "yesterday" in
+a session dated "1:56 pm on 8 May, 2023" and the gold answer is "7 May 2023"; vaguer phrases get
+answers like "The week before 9 June 2023", "The weekend before 17 July 2023", "June 2023" or "2022"
+("last year" said in 2023). So a phrase resolves to a *span* (first and last day) with a granularity
+(day, week, month, year), and a label in that same human form: "7 May 2023", "week of 29 May 2023",
+"June 2023", "2022"; vague phrases ("a few days ago", "the other day") are flagged approximate and
+their label starts with "around ".
+
+Conventions (where LoCoMo's gold answers show one, it is theirs):
+
+- Weeks run Monday to Sunday (ISO 8601). "last week" is the week before the event's week; "this
+  weekend" is the Saturday and Sunday of the event's week; "last weekend" is the one before it, so
+  said on Monday it is the two days just gone, and said on Sunday it is the weekend before.
+- "last Friday" is the most recent Friday strictly before the event date, even inside the same week.
+  LoCoMo's gold agrees and the "Friday of the previous week" reading does not: "Last Friday" said on
+  Sunday 23 July 2023 is answered "21 July 2023", "last Tues" said on Thursday 20 July 2023 is
+  answered "The Tuesday before 20 July 2023". "next Friday" mirrors it: the first Friday strictly
+  after the event date. "this Friday" is the nearest Friday on or before the event date in a
+  past-tense sentence, else on or after it.
+- A bare "Friday" / "on Friday" is resolved only when its sentence has a tense: past gives the most
+  recent Friday before the event date, future the next one after it. "I do yoga on Fridays" is a
+  habit and is never resolved.
+- A month or a day without a year ("in June", "May 7th") is the most recent one not after the event
+  time, unless the sentence is in the future tense, then the first one not before it.
+- "N weeks ago" is the whole Monday-to-Sunday week N weeks back, "N months ago" the calendar month,
+  "N years ago" the calendar year; "N days ago" is exact. "a few" counts as 3, "a couple" as 2,
+  "several" as 3, and all three mark the result approximate. "in N days" is skipped in a past-tense
+  sentence, where it is a duration ("we finished it in two weeks").
+- "the past two weeks" / "the next few months" are spans running from or to the event date;
+  "recently" and "lately" are the month up to it, "the other day" the week before it (approximate).
+- "today", "tonight" and "this morning" resolve to the event date, idioms ("kids today") included.
+- Tense is read from marker words in the phrase's sentence (was, went, -ed ... / will, 'll, gonna,
+  going to ...); the nearest marker wins.
+
+Library decision: rules over ``re`` plus python-dateutil's ``relativedelta`` (calendar-correct
+month and year steps), not dateparser. dateparser 1.5.0's ``search_dates``, run over the 788 turns
+of the two LoCoMo development conversations with the session time as base, returned 201 matches of
+which 128 were false: "we" read as Wednesday 93 times, "now" 19 times, "the sun", "may", "one-on-one",
+"9-5", "a second", "4 years" (a duration). It also returns points, not spans: "last week" became one
+day seven days back, "last month" the same day a month back, so the granularity rules below would be
+needed anyway. These rules found 111 phrases in the same turns, one of them an idiom ("feels like
+just yesterday") and none a misread word. Ambiguous words ("May", "March", "Sat", "Sun", "Wed") only
+count when capitalised and in a date-shaped context: a day number, a year, or a word such as "in",
+"last" or "on" before them. A bare month name ("June said hi") is never a date.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Callable, Optional
+
+from dateutil.relativedelta import relativedelta
+
+__all__ = ["ResolvedDate", "resolve_dates", "annotate", "parse_when"]
+
+_MONTH_NAMES = [
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+]
+
+
+@dataclass(frozen=True)
+class ResolvedDate:
+    """One date expression found in a text, as an absolute span of days."""
+
+    phrase: str  # the matched text as written, e.g. "yesterday"
+    start: date  # first day of the resolved span
+    end: date  # last day (== start for a single day)
+    granularity: str  # "day" | "week" | "month" | "year"
+    approximate: bool  # True for vague phrases ("a few days ago", "the other day", "recently")
+
+    def label(self) -> str:
+        """Human form: "7 May 2023", "week of 1 May 2023", "May 2023", "2023", "around ..."."""
+        text = _span_label(self.start, self.end, self.granularity)
+        return f"around {text}" if self.approximate else text
+
+
+def resolve_dates(text: str, event_time: datetime) -> list[ResolvedDate]:
+    """Every date expression in ``text``, resolved against ``event_time``, in reading order."""
+    return [found.date for found in _find(text, event_time)]
+
+
+def annotate(text: str, event_time: datetime) -> str:
+    """Text with each resolved phrase followed by its absolute label in brackets, e.g.
+    'I went there yesterday [7 May 2023].' Used to build a note's content."""
+    pieces: list[str] = []
+    cursor = 0
+    for found in _find(text, event_time):
+        already_absolute = _YEAR_IN_PHRASE.search(found.date.phrase) is not None
+        already_annotated = text.startswith(" [", found.end)  # annotating twice changes nothing
+        if already_absolute or already_annotated:
+            continue
+        pieces.append(text[cursor : found.end])
+        pieces.append(f" [{found.date.label()}]")
+        cursor = found.end
+    pieces.append(text[cursor:])
+    return "".join(pieces)
+
+
+_LOCOMO_TIME = re.compile(
+    r"(?P<hour>\d{1,2}):(?P<minute>\d{2})\s*(?P<ampm>[ap])\.?m\.?\s+on\s+"
+    r"(?P<day>\d{1,2})\s+(?P<month>[A-Za-z]+)\.?,?\s+(?P<year>\d{4})",
+    re.IGNORECASE,
+)
+
+
+def parse_when(value: str) -> datetime:
+    """Parse a timestamp as found in chat exports: ISO 8601, and LoCoMo's '1:56 pm on 8 May, 2023'
+    (also '10:37 am on 27 June, 2023'). Raise ValueError with a one-line message otherwise."""
+    text = value.strip()
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        pass  # not ISO 8601: try the LoCoMo form below
+    m = _LOCOMO_TIME.fullmatch(text)
+    month = _month_number(m.group("month")) if m else None
+    hour = int(m.group("hour")) if m else 0
+    if m is None or month is None or not 1 <= hour <= 12:
+        raise ValueError(
+            f"unrecognised timestamp {value!r}: "
+            "expected ISO 8601 or a form like '1:56 pm on 8 May, 2023'"
+        )
+    hour = hour % 12 + (12 if m.group("ampm").lower() == "p" else 0)  # 12 am is 0h, 12 pm is 12h
+    try:
+        return datetime(int(m.group("year")), month, int(m.group("day")), hour, int(m.group("minute")))
+    except ValueError as exc:  # 31 June, minute 75 ...
+        raise ValueError(f"impossible timestamp {value!r}: {exc}") from None
+
+
+# --- labels -------------------------------------------------------------------------------------
+
+
+def _day_label(day: date, *, month: bool = True, year: bool = True) -> str:
+    parts = [str(day.day)]
+    if month:
+        parts.append(_MONTH_NAMES[day.month - 1])
+    if year:
+        parts.append(str(day.year))
+    return " ".join(parts)
+
+
+def _month_label(day: date, *, year: bool = True) -> str:
+    name = _MONTH_NAMES[day.month - 1]
+    return f"{name} {day.year}" if year else name
+
+
+def _span_label(start: date, end: date, granularity: str) -> str:
+    if granularity == "year":
+        return str(start.year) if start.year == end.year else f"{start.year} to {end.year}"
+    if granularity == "month":
+        if (start.year, start.month) == (end.year, end.month):
+            return _month_label(start)
+        return f"{_month_label(start, year=start.year != end.year)} to {_month_label(end)}"
+    if granularity == "week" and start.weekday() == 0 and end - start == timedelta(days=6):
+        return f"week of {_day_label(start)}"
+    # Days, and any week-sized span that is not a calendar week ("the past week").
+    if start == end:
+        return _day_label(start)
+    if start.weekday() == 5 and end - start == timedelta(days=1):
+        return f"weekend of {_day_label(start)}"
+    same_year = start.year == end.year
+    same_month = same_year and start.month == end.month
+    first = _day_label(start, month=not same_month, year=not same_year)
+    return f"{first} to {_day_label(end)}"
+
+
+# --- matching -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Found:
+    begin: int  # where the phrase starts
+    stop: int  # where the match ends (a lookahead or trailing context may follow the phrase)
+    end: int  # where the phrase ends: annotate() puts the label here
+    date: ResolvedDate
+
+
+@dataclass(frozen=True)
+class _Context:
+    text: str
+    when: datetime
+    day: date
+
+
+_Rule = Callable[[re.Match, _Context], Optional[ResolvedDate]]
+
+_YEAR_IN_PHRASE = re.compile(r"\b(?:19|20)\d\d\b")
+
+_NUMBER_WORDS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
+    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20,
+    "thirty": 30, "forty": 40, "fifty": 50,
+}
+# Vague counts become a point estimate and mark the result approximate.
+_VAGUE_COUNTS = {"few": 3, "couple": 2, "several": 3}
+
+_COUNT = (
+    r"(?P<count>\d{1,3}|(?:a\s+)?few|(?:a\s+)?couple(?:\s+of)?|several|"
+    + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
+    + r")"
+)
+_UNIT = r"(?P<unit>minute|hour|day|night|weekend|week|month|year)s?"
+_APPROX = r"(?:(?P<about>about|around|roughly|almost|nearly|over|more\s+than|less\s+than)\s+)?"
+
+_WEEKDAY = (
+    r"(?P<wd>mon(?:day)?|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:r(?:s(?:day)?)?)?|fri(?:day)?"
+    r"|sat(?:urday)?|sun(?:day)?)"
+)
+_WEEKDAY_FULL = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+_WEEKDAY_INDEX = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
+
+_MONTH_FULL = {name.lower() for name in _MONTH_NAMES}
+_MONTH = (
+    r"(?P<m>january|february|march|april|may|june|july|august|september|october|november|december"
+    r"|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)(?:\.(?=\s*\d))?"  # "Sept. 5", not a full stop
+)
+_DAY = r"(?P<d>\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"(?P<y>(?:19|20)\d\d)"
+
+# Tense of the sentence around a phrase: the nearest marker wins. Only used where a phrase means
+# different days in the past and the future ("on Friday", "in June", "in 3 days").
+_PAST_MARKERS = re.compile(
+    r"\b(?:was|were|did|had|went|got|made|took|saw|met|came|ran|ate|bought|found|gave|told|said|"
+    r"felt|left|spent|thought|knew|heard|lost|won|began|became|brought|sent|wrote|drove|flew|fell|"
+    r"paid|sold|built|taught|caught|kept|held|wore|sang|swam|slept|woke|ago|yesterday|used\s+to|"
+    r"\w+ed)\b",
+    re.IGNORECASE,
+)
+# "-ed" words that are usually adjectives, not a past tense ("I'm so excited for Friday").
+_NOT_PAST = {
+    "need", "indeed", "bed", "red", "feed", "seed", "speed", "weed", "shed", "wed", "proceed",
+    "exceed", "succeed", "breed", "hundred", "sacred", "naked", "wicked", "beloved", "blessed",
+    "excited", "interested", "tired", "bored", "scared", "worried", "pleased", "stressed",
+    "talented", "dedicated", "related", "based", "supposed", "determined", "focused", "motivated",
+    "thrilled", "overwhelmed", "pumped", "stoked", "concerned", "involved", "scheduled", "planned",
+}
+_FUTURE_MARKERS = re.compile(
+    r"(?:\b(?:will|shall|won['’]t|gonna|wanna|(?<!\bwas\s)(?<!\bwere\s)going\s+to|about\s+to|"
+    r"plan(?:s|ning)?\s+(?:to|on)|hop(?:e|es|ing)\s+to|wants?\s+to|can['’]?t\s+wait|cannot\s+wait|"
+    r"looking\s+forward|excited\s+(?:to|for)|tomorrow|next|upcoming|soon|scheduled|planned|"
+    r"(?:am|are|is|['’]m|['’]re)\s+(?:going|heading|flying|leaving|off))\b|['’]ll\b)",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"[.!?\n]")
+
+
+def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
+    """'past', 'future' or None for the sentence holding text[begin:stop], by the nearest marker."""
+    left = max((m.end() for m in _SENTENCE_END.finditer(ctx.text, 0, begin)), default=0)
+    right_match = _SENTENCE_END.search(ctx.text, stop)
+    right = right_match.start() if right_match else len(ctx.text)
+    best: tuple[int, str] | None = None
+    for tense, pattern in (("past", _PAST_MARKERS), ("future", _FUTURE_MARKERS)):
+        for m in pattern.finditer(ctx.text, left, right):
+            if m.start() < stop and m.end() > begin:
+                continue  # part of the phrase itself
+            if tense == "past" and m.group().lower() in _NOT_PAST:
+                continue
+            distance = begin - m.end() if m.end() <= begin else m.start() - stop
+            if best is None or distance < best[0]:  # ties go to the past, checked first
+                best = (distance, tense)
+    return best[1] if best else None
+
+
+def _month_number(word: str) -> Optional[int]:
+    """1-12 for a month name or abbreviation ("Sept", "jun"), else None."""
+    key = word.lower()
+    for number, name in enumerate(_MONTH_NAMES, start=1):
+        if len(key) >= 3 and name.lower().startswith(key):
+            return number
+    return None
+
+
+def _month_ok(word: str) -> bool:
+    """'may' and 'march' the verbs, and abbreviations ('mar', 'dec') count only when capitalised."""
+    ambiguous = word.lower() in ("may", "march") or word.lower() not in _MONTH_FULL
+    return not ambiguous or word[0].isupper()
+
+
+def _weekday_ok(word: str) -> bool:
+    """Abbreviations ('Sat', 'Sun', 'Wed') count only when capitalised: 'we sat', 'the sun'."""
+    return word.lower() in _WEEKDAY_FULL or word[0].isupper()
+
+
+def _count(word: str) -> tuple[int, bool]:
+    """(number, approximate) for '3', 'two', 'a few', 'a couple of', 'several'."""
+    key = word.lower().split()
+    key = [w for w in key if w not in {"a", "of"}] or ["a"]
+    if key[0] in _VAGUE_COUNTS:
+        return _VAGUE_COUNTS[key[0]], True
+    return (int(key[0]) if key[0].isdigit() else _NUMBER_WORDS[key[0]]), False
+
+
+# Calendar spans -----------------------------------------------------------------------------------
+
+
+def _week(day: date, offset: int) -> tuple[date, date]:
+    monday = day - timedelta(days=day.weekday()) + timedelta(weeks=offset)
+    return monday, monday + timedelta(days=6)
+
+
+def _weekend(day: date, offset: int) -> tuple[date, date]:
+    saturday = _week(day, offset)[0] + timedelta(days=5)
+    return saturday, saturday + timedelta(days=1)
+
+
+def _month(day: date, offset: int) -> tuple[date, date]:
+    first = day.replace(day=1) + relativedelta(months=offset)
+    return first, first + relativedelta(months=1, days=-1)
+
+
+def _year(day: date, offset: int) -> tuple[date, date]:
+    return date(day.year + offset, 1, 1), date(day.year + offset, 12, 31)
+
+
+def _unit_span(unit: str, ctx: _Context, offset: int) -> tuple[date, date, str]:
+    """The calendar unit `offset` units away from the event's own (0 = this week, -1 = last ...)."""
+    if unit in ("day", "night"):
+        day = ctx.day + timedelta(days=offset)
+        return day, day, "day"
+    if unit in ("hour", "minute"):
+        day = (ctx.when + timedelta(**{f"{unit}s": offset})).date()
+        return day, day, "day"
+    if unit == "weekend":
+        return (*_weekend(ctx.day, offset), "day")
+    span = {"week": _week, "month": _month, "year": _year}[unit](ctx.day, offset)
+    return (*span, unit)
+
+
+def _make(
+    m: re.Match, start: date, end: date, granularity: str, approximate: bool = False
+) -> ResolvedDate:
+    return ResolvedDate(m.group("p"), start, end, granularity, approximate)
+
+
+def _preceded_by_the(m: re.Match, ctx: _Context) -> bool:
+    """'the last Friday of June', 'the next week was hard': relative to something else, skip."""
+    return re.search(r"\bthe\s+$", ctx.text[: m.start("p")], re.IGNORECASE) is not None
+
+
+# Rules: each is a pattern with a group "p" (the phrase) and a function turning a match into a date
+# or None (a near miss such as "I may go"). Overlapping matches are settled by length in _find.
+
+_FIXED_DAYS = {
+    "the day before yesterday": -2, "yesterday": -1, "last night": -1, "today": 0, "tonight": 0,
+    "this morning": 0, "this afternoon": 0, "this evening": 0, "tomorrow": 1,
+    "the day after tomorrow": 2,
+}
+
+
+def _fixed_day(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    day = ctx.day + timedelta(days=_FIXED_DAYS[" ".join(m.group("p").lower().split())])
+    return _make(m, day, day, "day")
+
+
+def _vague(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    if m.group("p").lower().startswith("the"):  # "the other day": within the last week
+        return _make(m, ctx.day - timedelta(days=7), ctx.day - timedelta(days=1), "day", True)
+    # "recently", "lately": the month before the event; labelled by month to stay short.
+    return _make(m, ctx.day - relativedelta(months=1), ctx.day, "month", True)
+
+
+def _relative_unit(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    rel = " ".join(m.group("rel").lower().split())
+    unit = m.group("unit").lower()
+    if rel in ("last", "next", "this") and _preceded_by_the(m, ctx):
+        return None
+    if rel in ("this past", "the past") and unit != "weekend":
+        # A rolling span ending on the event date: "the past month" is not "last month".
+        return _make(m, *_rolling_span(ctx, unit, -1))
+    if rel in ("coming", "this coming", "the coming"):
+        # The next one not yet begun: on a Saturday "the coming weekend" is next week's.
+        offset = 1 if unit != "weekend" or ctx.day.weekday() >= 5 else 0
+    else:
+        offset = {"last": -1, "this past": -1, "the past": -1, "next": 1}.get(rel, 0)
+    return _make(m, *_unit_span(unit, ctx, offset))
+
+
+def _before_after(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    unit = m.group("unit").lower()
+    offset = -2 if m.group("dir").lower().startswith("before") else 2
+    return _make(m, *_unit_span(unit, ctx, offset))
+
+
+def _unit_before(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    # A standalone "the week before" is usually relative to the event time, but may be relative to
+    # another event in the conversation: resolve it, flagged approximate.
+    return _make(m, *_unit_span(m.group("unit").lower(), ctx, -1), approximate=True)
+
+
+def _ago(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    count, approximate = _count(m.group("count"))
+    span = _unit_span(m.group("unit").lower(), ctx, -count)
+    return _make(m, *span, approximate or bool(m.group("about")))
+
+
+def _ahead(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    if m.group("p").lower().startswith("in") and _tense(ctx, m.start(), m.end()) == "past":
+        return None  # "we finished it in two weeks" is a duration
+    count, approximate = _count(m.group("count"))
+    span = _unit_span(m.group("unit").lower(), ctx, count)
+    return _make(m, *span, approximate or bool(m.group("about")))
+
+
+def _rolling_span(ctx: _Context, unit: str, count: int) -> tuple[date, date, str]:
+    """From the event date `count` units forward, or back when negative: 'the past two weeks'."""
+    step = relativedelta(**{{"night": "days", "weekend": "weeks"}.get(unit, unit + "s"): abs(count)})
+    granularity = unit if unit in ("month", "year") else "day"
+    if count > 0:
+        return ctx.day, ctx.day + step, granularity
+    return ctx.day - step, ctx.day, granularity
+
+
+def _rolling(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    count, approximate = _count(m.group("count"))
+    forward = m.group("dir").lower() in ("next", "coming")
+    span = _rolling_span(ctx, m.group("unit").lower(), count if forward else -count)
+    return _make(m, *span, approximate)
+
+
+def _weekday_index(m: re.Match) -> int:
+    return _WEEKDAY_INDEX[m.group("wd").lower()[:3]]
+
+
+def _weekday_before(day: date, weekday: int, *, inclusive: bool = False) -> date:
+    back = (day.weekday() - weekday) % 7
+    return day - timedelta(days=back if back or inclusive else 7)
+
+
+def _weekday_after(day: date, weekday: int, *, inclusive: bool = False) -> date:
+    ahead = (weekday - day.weekday()) % 7
+    return day + timedelta(days=ahead if ahead or inclusive else 7)
+
+
+def _relative_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    if not _weekday_ok(m.group("wd")) or _preceded_by_the(m, ctx):
+        return None
+    rel = " ".join(m.group("rel").lower().split())
+    weekday = _weekday_index(m)
+    if rel in ("last", "this past"):
+        day = _weekday_before(ctx.day, weekday)
+    elif rel in ("next", "coming", "this coming"):
+        day = _weekday_after(ctx.day, weekday)
+    elif _tense(ctx, m.start(), m.end()) == "past":  # "this Friday"
+        day = _weekday_before(ctx.day, weekday, inclusive=True)
+    else:
+        day = _weekday_after(ctx.day, weekday, inclusive=True)
+    return _make(m, day, day, "day")
+
+
+def _bare_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    abbreviated = m.group("wd").lower() not in _WEEKDAY_FULL
+    if not _weekday_ok(m.group("wd")) or (abbreviated and not m.group("on")):
+        return None  # a lone "Sun" or "Wed" is too often something else
+    tense = _tense(ctx, m.start(), m.end())
+    if tense is None:
+        return None  # "my Friday class": no way to tell which Friday
+    weekday = _weekday_index(m)
+    day = _weekday_before(ctx.day, weekday) if tense == "past" else _weekday_after(ctx.day, weekday)
+    return _make(m, day, day, "day")
+
+
+def _the_weekend(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    tense = _tense(ctx, m.start(), m.end())
+    if tense is None:
+        return None
+    # Past: the weekend just gone, or the current one when said on a Saturday or Sunday.
+    offset = 0 if tense == "future" or ctx.day.weekday() >= 5 else -1
+    return _make(m, *_weekend(ctx.day, offset), "day")
+
+
+def _full_date(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    month = int(m.group("m")) if m.group("m").isdigit() else _month_number(m.group("m"))
+    if not m.group("m").isdigit() and not _month_ok(m.group("m")):
+        return None
+    try:
+        day = date(int(m.group("y")), month, int(m.group("d")))
+    except ValueError:
+        return None  # "31 June 2023" is not a date
+    return _make(m, day, day, "day")
+
+
+def _day_month(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    if not _month_ok(m.group("m")):
+        return None
+    month, day_number = _month_number(m.group("m")), int(m.group("d"))
+    future = _tense(ctx, m.start(), m.end()) == "future"
+    year = ctx.day.year
+    try:
+        day = date(year, month, day_number)
+        if future and day < ctx.day:
+            day = date(year + 1, month, day_number)
+        elif not future and day > ctx.day:
+            day = date(year - 1, month, day_number)
+    except ValueError:
+        return None  # 31 June, or 29 February in a common year
+    return _make(m, day, day, "day")
+
+
+def _month_year(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    if not _month_ok(m.group("m")):
+        return None
+    first = date(int(m.group("y")), _month_number(m.group("m")), 1)
+    return _make(m, *_month(first, 0), "month")
+
+
+def _bare_month(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    if not _month_ok(m.group("m")):
+        return None
+    month = _month_number(m.group("m"))
+    rel = (m.group("rel") or "").lower()
+    if rel in ("last", "next", "this") and _preceded_by_the(m, ctx):
+        return None
+    if not (rel or m.group("gate") or m.group("mod")):
+        return None  # a bare "June" may be a name; "in June", "last June", "mid-June" are dates
+    year, current = ctx.day.year, ctx.day.month
+    if rel == "last":
+        year -= 1 if month >= current else 0
+    elif rel == "next":
+        year += 1 if month <= current else 0
+    elif rel != "this":
+        if _tense(ctx, m.start(), m.end()) == "future":
+            year += 1 if month < current else 0
+        else:
+            year -= 1 if month > current else 0
+    return _make(m, *_month(date(year, month, 1), 0), "month")
+
+
+def _year_only(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    year = int(m.group("y"))
+    approximate = m.group("gate").lower() in ("around", "circa")
+    if approximate and re.match(r"\s+[a-z]", ctx.text[m.end() :]):
+        return None  # "around 2000 people" is a count
+    return _make(m, date(year, 1, 1), date(year, 12, 31), "year", approximate)
+
+
+def _rule(pattern: str, handler: _Rule) -> tuple[re.Pattern, _Rule]:
+    return re.compile(pattern, re.IGNORECASE), handler
+
+
+_REL = r"(?P<rel>last|this\s+past|the\s+past|this\s+coming|the\s+coming|coming|next|(?:earlier\s+|later\s+)?this)"
+# Followed by nothing that could be its object: "the week before." but not "the week before my exam".
+_STANDALONE = r"(?=\s*(?:[.,;:!?)]|$|\s(?:and|but|so|too|or|when|as)\b))"
+
+_RULES: list[tuple[re.Pattern, _Rule]] = [
+    _rule(
+        r"\b(?P<p>the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow|yesterday|last\s+night"
+        r"|today|tonight|this\s+(?:morning|afternoon|evening)|tomorrow)\b",
+        _fixed_day,
+    ),
+    _rule(r"\b(?P<p>recently|lately|not\s+(?:so\s+|that\s+)?long\s+ago|the\s+other\s+day)\b", _vague),
+    _rule(rf"\b(?P<p>{_REL}\s+(?P<unit>weekend|week|month|year))\b", _relative_unit),
+    _rule(
+        r"\b(?P<p>the\s+(?P<unit>weekend|week|month|year)\s+(?P<dir>before\s+last|after\s+next))\b",
+        _before_after,
+    ),
+    _rule(rf"\b(?P<p>the\s+(?P<unit>weekend|week|month|year)\s+before){_STANDALONE}", _unit_before),
+    _rule(rf"\b(?P<p>{_APPROX}{_COUNT}\s+{_UNIT}\s+ago)\b", _ago),
+    _rule(  # "the past two weeks", but not "the last 3 days of June"
+        rf"\b(?P<p>(?:the|these)\s+(?P<dir>next|past|last|coming)\s+{_COUNT}\s+"
+        r"(?P<unit>day|night|weekend|week|month|year)s?)\b(?!\s+of\b)",
+        _rolling,
+    ),
+    _rule(rf"\b(?P<p>in\s+{_APPROX}{_COUNT}\s+{_UNIT})\b", _ahead),
+    _rule(rf"\b(?P<p>{_APPROX}{_COUNT}\s+{_UNIT}\s+from\s+now)\b", _ahead),
+    _rule(
+        rf"\b(?P<p>(?P<rel>last|this\s+past|this\s+coming|coming|next|this)\s+{_WEEKDAY})(?!\w)",
+        _relative_weekday,
+    ),
+    _rule(rf"\b(?:(?P<on>on)\s+)?(?P<p>{_WEEKDAY})(?!\w)", _bare_weekday),
+    _rule(r"\b(?:over|on|at|during)\s+(?P<p>the\s+weekend)\b", _the_weekend),
+    _rule(rf"\b(?P<p>(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR})\b", _full_date),
+    _rule(rf"\b(?P<p>{_MONTH}\s+{_DAY},?\s+{_YEAR})\b", _full_date),
+    _rule(r"\b(?P<p>(?P<y>(?:19|20)\d\d)-(?P<m>\d\d)-(?P<d>\d\d))\b", _full_date),
+    _rule(rf"\b(?P<p>(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH})(?!\w)", _day_month),
+    _rule(rf"\b(?P<p>{_MONTH}\s+{_DAY})\b(?![:.,]?\d)", _day_month),
+    _rule(rf"\b(?P<p>{_MONTH},?\s+{_YEAR})\b", _month_year),
+    _rule(
+        r"\b(?:(?P<gate>in|during|since|until|till)\s+)?(?P<p>"
+        r"(?:(?P<rel>last|next|this)\s+|(?P<mod>(?:early|mid|late)[\s-]+|"
+        r"(?:the\s+)?(?:beginning|start|middle|end)\s+of\s+))?"
+        rf"{_MONTH})(?!\w)",
+        _bare_month,
+    ),
+    _rule(
+        r"\b(?P<gate>in|during|since|until|till|from|back\s+in|around|circa)\s+(?:the\s+year\s+)?"
+        rf"(?P<p>{_YEAR})\b(?![-/]\d)",
+        _year_only,
+    ),
+]
+
+
+def _find(text: str, event_time: datetime) -> list[_Found]:
+    """All non-overlapping date expressions in ``text``; the longest match wins an overlap."""
+    # A plain date is accepted too: its "N hours ago" counts from midnight.
+    when = event_time
+    if not isinstance(when, datetime):
+        when = datetime.combine(when, datetime.min.time())
+    ctx = _Context(text, when, when.date())
+    candidates: list[tuple[int, int, int, int, re.Match, _Rule]] = []
+    for order, (pattern, handler) in enumerate(_RULES):
+        for m in pattern.finditer(text):
+            candidates.append((m.start("p"), m.end(), m.end("p"), order, m, handler))
+    # Longest first, then leftmost, then rule order: "last Friday" beats "Friday", "7 May 2023"
+    # beats "May 2023". A rule that declines a match ("I may go") frees its span for the others.
+    candidates.sort(key=lambda c: (c[0] - c[1], c[0], c[3]))
+    taken: list[_Found] = []
+    for begin, stop, end, _, m, handler in candidates:
+        if any(begin < t.stop and t.begin < stop for t in taken):
+            continue
+        resolved = handler(m, ctx)
+        if resolved is not None:
+            taken.append(_Found(begin, stop, end, resolved))
+    return sorted(taken, key=lambda t: t.begin)

@@ -1,0 +1,1 @@
+"""Models: the language model, the embedder, the scheduler that serialises calls to them."""

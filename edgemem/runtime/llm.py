@@ -1,0 +1,226 @@
+"""The language model: an ``LLM`` protocol and its llama.cpp implementation.
+
+- Chat template: the one embedded in the GGUF; the manifest's ``chat_format`` names the fallback for
+  files without one (llama-cpp-python would otherwise silently use "llama-2", ENVIRONMENT.md).
+- Prompts are rendered and tokenized here, so the token count is exact; a prompt that does not fit
+  raises :class:`ContextTooLong` before the model is called (Principle 5).
+- Structured replies use llama.cpp's JSON-schema grammar and are validated again in Python
+  (Principle 3); a reply that does not validate raises :class:`SchemaError` for the caller's fallback.
+- Consecutive prompts sharing a prefix reuse the KV cache: llama-cpp-python keeps the evaluated tokens
+  and only evaluates the new suffix, which is why static prompt parts always come first.
+- One ``Llama`` serves one call at a time: calls are serialised by a lock (and by the scheduler).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from edgemem.errors import ContextTooLong, ModelError, SchemaError
+from edgemem.runtime.schema import validate
+
+log = logging.getLogger(__name__)
+
+Message = dict[str, str]
+OnToken = Callable[[str], None]
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    prefill_ms: float
+    generate_ms: float
+    finish_reason: str = "stop"
+    value: Any = None  # the validated object for structured calls
+
+
+class LLM(Protocol):
+    """What every pipeline stage needs from a language model."""
+
+    name: str
+    n_ctx: int
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def count_messages(self, messages: Sequence[Message]) -> int: ...
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int = 256,
+        stop: Sequence[str] | None = None,
+        on_token: OnToken | None = None,
+    ) -> Completion: ...
+
+    def complete_json(self, messages: Sequence[Message], schema: dict, *, max_tokens: int = 256) -> Completion: ...
+
+    def close(self) -> None: ...
+
+
+class LlamaCppLLM:
+    """A GGUF model run by llama.cpp on CPU, CUDA or Metal (``n_gpu_layers``: 0 CPU, -1 all)."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        name: str | None = None,
+        n_ctx: int = 8192,
+        n_threads: int = 2,
+        n_gpu_layers: int = 0,
+        chat_format: str | None = None,
+        seed: int = 0,
+    ) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:  # pragma: no cover - installation problem
+            raise ModelError(f"llama-cpp-python is not installed ({exc}); reinstall edgemem") from None
+        if not Path(path).is_file():
+            raise ModelError(f"model file {path} is missing; run `edgemem setup` or `edgemem models pull NAME`")
+        self.name = name or Path(path).stem
+        self.path = Path(path)
+        try:
+            self._llama = Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                n_threads_batch=n_threads,
+                n_gpu_layers=n_gpu_layers,
+                seed=seed,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise ModelError(f"cannot load {path}: {exc}") from None
+        self.n_ctx = self._llama.n_ctx()
+        self._lock = threading.Lock()
+        self._grammars: dict[str, Any] = {}
+        self._formatter, self.template_source = _formatter(self._llama, chat_format)
+
+    # -- tokens ---------------------------------------------------------------------------------
+    def count_tokens(self, text: str) -> int:
+        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def _render(self, messages: Sequence[Message]) -> tuple[list[int], list[str]]:
+        rendered = self._formatter(messages=list(messages))
+        tokens = self._llama.tokenize(rendered.prompt.encode("utf-8"), add_bos=not getattr(rendered, "added_special", False), special=True)
+        stop = rendered.stop if isinstance(rendered.stop, list) else ([rendered.stop] if rendered.stop else [])
+        return tokens, stop
+
+    def count_messages(self, messages: Sequence[Message]) -> int:
+        return len(self._render(messages)[0])
+
+    # -- generation -----------------------------------------------------------------------------
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int = 256,
+        stop: Sequence[str] | None = None,
+        on_token: OnToken | None = None,
+        grammar: Any = None,
+    ) -> Completion:
+        tokens, template_stop = self._render(messages)
+        if len(tokens) + max_tokens > self.n_ctx:
+            raise ContextTooLong(len(tokens) + max_tokens, self.n_ctx)
+        stops = [*template_stop, *(stop or [])]
+        with self._lock:
+            start = time.perf_counter()
+            first: float | None = None
+            parts: list[str] = []
+            finish = "stop"
+            n_out = 0
+            for chunk in self._llama.create_completion(
+                prompt=tokens,
+                max_tokens=max_tokens,
+                temperature=0.0,
+                top_k=1,
+                repeat_penalty=1.0,
+                stop=stops or None,
+                grammar=grammar,
+                stream=True,
+            ):
+                if first is None:
+                    first = time.perf_counter()
+                choice = chunk["choices"][0]
+                piece = choice.get("text") or ""
+                if piece:
+                    n_out += 1
+                    parts.append(piece)
+                    if on_token is not None:
+                        on_token(piece)
+                if choice.get("finish_reason"):
+                    finish = choice["finish_reason"]
+            end = time.perf_counter()
+        first = first or end
+        text = "".join(parts)
+        completion_tokens = self.count_tokens(text) if text else 0
+        return Completion(
+            text=text,
+            prompt_tokens=len(tokens),
+            completion_tokens=completion_tokens,
+            prefill_ms=(first - start) * 1000,
+            generate_ms=(end - first) * 1000,
+            finish_reason=finish,
+        )
+
+    def complete_json(self, messages: Sequence[Message], schema: dict, *, max_tokens: int = 256) -> Completion:
+        key = json.dumps(schema, sort_keys=True)
+        grammar = self._grammars.get(key)
+        if grammar is None:
+            from llama_cpp import LlamaGrammar
+
+            grammar = LlamaGrammar.from_json_schema(key, verbose=False)
+            self._grammars[key] = grammar
+        result = self.complete(messages, max_tokens=max_tokens, grammar=grammar)
+        result.value = parse_json(result.text, schema)
+        return result
+
+    def close(self) -> None:
+        with self._lock:
+            llama, self._llama = getattr(self, "_llama", None), None
+            if llama is not None:
+                llama.close()
+
+
+def parse_json(text: str, schema: dict) -> Any:
+    """Decode and validate a structured reply; SchemaError when it is not valid."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"model reply is not JSON ({exc.msg})") from None
+    return validate(value, schema)
+
+
+def _formatter(llama: Any, chat_format: str | None) -> tuple[Any, str]:
+    from llama_cpp import llama_chat_format as lcf
+
+    template = llama.metadata.get("tokenizer.chat_template")
+    if template:
+        def token_text(token_id: int) -> str:
+            return llama.detokenize([token_id], special=True).decode("utf-8", errors="ignore") if token_id >= 0 else ""
+
+        formatter = lcf.Jinja2ChatFormatter(
+            template=template,
+            eos_token=token_text(llama.token_eos()),
+            bos_token=token_text(llama.token_bos()),
+            stop_token_ids=[llama.token_eos()],
+        )
+        return formatter, "gguf"
+    named = {
+        "chatml": getattr(lcf, "format_chatml", None),
+        "llama-3": getattr(lcf, "format_llama3", None),
+        "gemma": getattr(lcf, "format_gemma", None),
+        "qwen": getattr(lcf, "format_qwen", None),
+    }.get(chat_format or "")
+    if named is None:
+        raise ModelError("the model file has no chat template and its manifest names no known chat_format (chatml, llama-3, gemma, qwen)")
+    return named, chat_format
