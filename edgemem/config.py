@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import tomllib
 import typing
 from dataclasses import dataclass, field
@@ -75,6 +76,8 @@ class Settings:
 def _default_runtime_dir() -> Path:
     # platformdirs answers /run/user/<uid>/edgemem; where there is no per-user runtime dir
     # (root without a login session, containers) fall back to a private folder under the temp dir.
+    if sys.platform.startswith("linux") and not os.environ.get("XDG_RUNTIME_DIR"):
+        return Path(f"/tmp/{APP}-{os.getuid()}")
     path = Path(platformdirs.user_runtime_dir(APP))
     if path.parent.is_dir():
         return path

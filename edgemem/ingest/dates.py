@@ -548,7 +548,10 @@ def _rule(pattern: str, handler: _Rule) -> tuple[re.Pattern, _Rule]:
     return re.compile(pattern, re.IGNORECASE), handler
 
 
-_REL = r"(?P<rel>last|this\s+past|the\s+past|this\s+coming|the\s+coming|coming|next|(?:earlier\s+|later\s+)?this)"
+_REL = (
+    r"(?P<rel>last|this\s+past|the\s+past|this\s+coming|the\s+coming|coming|next"
+    r"|(?:earlier\s+|later\s+)?this)"
+)
 # Followed by nothing that could be its object: "the week before." but not "the week before my exam".
 _STANDALONE = r"(?=\s*(?:[.,;:!?)]|$|\s(?:and|but|so|too|or|when|as)\b))"
 

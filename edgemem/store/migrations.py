@@ -203,6 +203,17 @@ CREATE TABLE stats (
 """
 
 
+def _watches(dim: int) -> str:  # noqa: ARG001 - every migration takes the store's dimension
+    return """
+-- Folders the daemon's watcher keeps in step with the store (DESIGN "daemon/watcher.py").
+CREATE TABLE watches (
+    path     TEXT PRIMARY KEY,
+    added_at TEXT NOT NULL
+);
+"""
+
+
 MIGRATIONS: list[tuple[str, Callable[[int], str]]] = [
     ("0001_initial", _initial),
+    ("0002_watches", _watches),
 ]

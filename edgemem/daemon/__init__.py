@@ -1,0 +1,1 @@
+"""The daemon: socket server, protocol and client (DESIGN "Socket protocol")."""

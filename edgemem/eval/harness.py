@@ -1,0 +1,650 @@
+"""The evaluation harness shared by ``edgemem eval locomo`` and ``edgemem eval longmemeval``.
+
+DESIGN "Evaluation": every conversation goes into a fresh store through the write path the daemon
+runs (``import_sessions`` → note jobs → ``Engine.process``), and every question is answered through
+a system's read path: ``edgemem`` (``Engine.ask``, the MemFlow pipeline) or a baseline of
+:mod:`edgemem.eval.baselines` (flat RAG, full context), all on the same model, loaded once per run.
+
+A run writes into one folder:
+
+- ``run.json`` — what was run (benchmark, file and its sha256, system, seed, sample, steps, model);
+- ``predictions.jsonl`` — one line per question, appended and fsynced as each is answered, so a
+  killed run continues with ``--resume`` (question keys already present are skipped);
+- ``summary.json`` — the metrics, recomputed from all predictions at the end;
+- ``stores/<conversation>.db`` — the store each conversation was ingested into (``edgemem --db …
+  why <query id>`` explains an answer), with ``<conversation>.json`` recording that ingestion
+  finished.
+
+Model usage is measured by wrapping the model (:class:`MeteredLLM`): every completion's prompt and
+completion tokens, prefill and generation milliseconds are summed per question, whatever the
+pipeline's trace says. Sampling is deterministic: ``--limit-questions N`` takes a share of every
+category proportional to its size (largest remainders), each drawn by ``random.Random`` seeded
+with the seed and the category, from the questions in file order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import inspect
+import json
+import logging
+import os
+import random
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from edgemem.config import Settings
+from edgemem.errors import BadInput, EdgememError
+from edgemem.ingest.importers import ChatSession, import_sessions
+from edgemem.store import notes as notes_store
+from edgemem.store import raw as raw_store
+
+log = logging.getLogger(__name__)
+
+SYSTEMS = ("edgemem", "rag", "full-context")
+STEPS = ("default", "none")
+RECALL_K = 10  # retrieval-only keeps this many ranked notes (recall is reported at 5 and 10)
+
+
+# -- the data a benchmark hands the harness --------------------------------------------------------
+@dataclass
+class Question:
+    key: str  # unique in the file and stable across runs: the resume key
+    question: str
+    gold: str | int
+    category: int | str
+    evidence: list[str] = field(default_factory=list)  # ext ids (LoCoMo dia_ids) of the gold turns
+    extra: dict = field(default_factory=dict)  # copied into the prediction record
+
+
+@dataclass
+class Conversation:
+    id: str
+    sessions: list[ChatSession]
+    questions: list[Question]
+    now: datetime | None = None  # when the questions are asked, where the benchmark says
+
+
+@dataclass
+class Outcome:
+    """What a system produced for one question (``text`` is None in retrieval-only runs)."""
+
+    text: str | None
+    items: list[Any] = field(default_factory=list)  # notes / evidence in the order the system ranked them
+    trace: dict = field(default_factory=dict)
+    packed_tokens: int | None = None
+    query_id: str | None = None
+    context_raw_ids: list[int] | None = None  # full-context: every turn in the window
+
+
+@dataclass
+class RunConfig:
+    benchmark: str
+    path: Path
+    out: Path
+    system: str = "edgemem"
+    retrieval_only: bool = False
+    steps: str = "default"
+    seed: int = 0
+    limit: int | None = None
+    only: list[str] | None = None  # sample ids (LoCoMo) or question ids (LongMemEval)
+    resume: bool = False
+    keep_stores: bool = True
+    progress: bool = True
+
+    def identity(self, file_sha256: str) -> dict:
+        """The fields a resumed run must share with the run it continues."""
+        return {"benchmark": self.benchmark, "file_sha256": file_sha256, "system": self.system,
+                "retrieval_only": self.retrieval_only, "steps": self.steps, "seed": self.seed,
+                "limit": self.limit, "only": sorted(self.only) if self.only else None}
+
+
+@dataclass
+class Benchmark:
+    """How a benchmark scores and prints: ``summarize(records, retrieval_only) -> dict``."""
+
+    name: str
+    summarize: Callable[[list[dict], bool], dict]
+    table: Callable[[dict], str]
+
+
+# -- question selection ----------------------------------------------------------------------------
+def select_questions(questions: Sequence[Question], limit: int | None, seed: int) -> list[Question]:
+    """A stable sample of ``limit`` questions, each category represented in proportion to its size.
+
+    Quotas are floor(limit * share) plus one for the largest remainders (ties: category order).
+    Each category draws with ``random.Random(f"{seed}/{category}")`` from its questions in file
+    order, so a category's draw depends only on the seed and that category's questions.
+    """
+    if limit is None or limit >= len(questions):
+        return list(questions)
+    if limit < 1:
+        raise BadInput(f"--limit-questions must be at least 1, got {limit}")
+    groups: dict[str, list[int]] = {}
+    for index, q in enumerate(questions):
+        groups.setdefault(str(q.category), []).append(index)
+    total = len(questions)
+    exact = {c: limit * len(ix) / total for c, ix in groups.items()}
+    quota = {c: int(v) for c, v in exact.items()}
+    left = limit - sum(quota.values())
+    for c in sorted(groups, key=lambda c: (-(exact[c] - quota[c]), c))[:left]:
+        quota[c] += 1
+    chosen: list[int] = []
+    for c, indexes in groups.items():
+        chosen += random.Random(f"{seed}/{c}").sample(indexes, quota[c])
+    return [questions[i] for i in sorted(chosen)]
+
+
+# -- the shared model, measured ----------------------------------------------------------------------
+@dataclass
+class Usage:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    prefill_ms: float = 0.0
+    generate_ms: float = 0.0
+
+    def add(self, completion: Any) -> None:
+        self.calls += 1
+        self.prompt_tokens += completion.prompt_tokens
+        self.completion_tokens += completion.completion_tokens
+        self.prefill_ms += completion.prefill_ms
+        self.generate_ms += completion.generate_ms
+
+    def since(self, before: Usage) -> Usage:
+        return Usage(*(getattr(self, f.name) - getattr(before, f.name) for f in dataclasses.fields(self)))
+
+
+class MeteredLLM:
+    """The run's model, loaded on first use, counting what every completion costs.
+
+    Engines are opened and closed once per conversation; ``close`` here does nothing so the model
+    outlives them, and the run closes it with :meth:`release`.
+    """
+
+    def __init__(self, load: Callable[[], Any], name: str) -> None:
+        self._load = load
+        self._llm: Any = None
+        self.name = name
+        self.usage = Usage()
+
+    @property
+    def llm(self) -> Any:
+        if self._llm is None:
+            self._llm = self._load()
+            self.name = getattr(self._llm, "name", self.name)
+        return self._llm
+
+    @property
+    def loaded(self) -> bool:
+        return self._llm is not None
+
+    @property
+    def n_ctx(self) -> int:
+        return self.llm.n_ctx
+
+    def count_tokens(self, text: str) -> int:
+        return self.llm.count_tokens(text)
+
+    def count_messages(self, messages: Any) -> int:
+        return self.llm.count_messages(messages)
+
+    def complete(self, messages: Any, **kwargs: Any) -> Any:
+        result = self.llm.complete(messages, **kwargs)
+        self.usage.add(result)
+        return result
+
+    def complete_json(self, messages: Any, schema: dict, **kwargs: Any) -> Any:
+        result = self.llm.complete_json(messages, schema, **kwargs)
+        self.usage.add(result)
+        return result
+
+    def __getattr__(self, name: str) -> Any:  # anything else of the protocol, unmeasured
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.llm, name)
+
+    def close(self) -> None:
+        return None  # shared by every engine of the run; see release()
+
+    def release(self) -> None:
+        if self._llm is not None:
+            self._llm.close()
+            self._llm = None
+
+
+def load_default_llm(settings: Settings) -> Any:
+    """The configured model, built as ``Runtime`` builds it (manifest, context, threads, GPU layers)."""
+    from edgemem.runtime import models
+    from edgemem.runtime.llm import LlamaCppLLM
+
+    path, manifest = models.model_file(settings)
+    n_ctx = min(settings.n_ctx, manifest.context_length) if manifest else settings.n_ctx
+    return LlamaCppLLM(path, name=manifest.name if manifest else path.stem, n_ctx=n_ctx,
+                       n_threads=settings.threads, n_gpu_layers=settings.n_gpu_layers,
+                       chat_format=manifest.chat_format if manifest else None)
+
+
+def load_default_embedder(settings: Settings) -> Any:
+    from edgemem.runtime import models
+    from edgemem.runtime.embed import FastEmbedder
+
+    return FastEmbedder(settings.embed_model, models.embedding_dir(settings), threads=settings.embed_threads)
+
+
+# -- files -------------------------------------------------------------------------------------------
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write atomically (temporary file, fsync, rename), owner-only."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, ensure_ascii=False, default=str)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_predictions(path: Path) -> list[dict]:
+    """The records of a predictions file; a torn last line (a run killed mid-write) is dropped."""
+    if not path.exists():
+        return []
+    records: list[dict] = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number == len(lines):
+                log.warning("%s: dropping a torn last line", path)
+                break
+            raise BadInput(f"{path}: line {number} is not JSON; the predictions file is damaged") from None
+    return records
+
+
+class Predictions:
+    """``predictions.jsonl``: appended one fsynced line at a time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        records = read_predictions(path)
+        self.done = {r["key"] for r in records}
+        # Rewrite without a torn tail so the next append starts on a fresh line.
+        if path.exists() and len(records) != sum(1 for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()):
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._fh = os.fdopen(fd, "a", encoding="utf-8")
+
+    def append(self, record: dict) -> None:
+        self._fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self.done.add(record["key"])
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "conversation"
+
+
+def default_out(benchmark: str, system: str, retrieval_only: bool) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    suffix = "-retrieval" if retrieval_only else ""
+    return Path("edgemem-eval") / f"{benchmark}-{system}{suffix}-{stamp}"
+
+
+# -- progress ------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def progress_bar(enabled: bool) -> Iterator[Any]:
+    """A rich progress display on stderr, or a silent stand-in when it is not a terminal."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    console = Console(stderr=True)
+    show = enabled and console.is_terminal
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TimeRemainingColumn(), console=console, disable=not show, transient=False) as bar:
+        yield bar
+
+
+# -- reading what a system returned ---------------------------------------------------------------------
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def raw_ids_of(conn: Any, items: Sequence[Any]) -> list[int]:
+    """Raw turn ids behind retrieved items, in rank order, each once.
+
+    Items may be notes (``source_turns``), read-path evidence (``note_id``) or bare note ids.
+    """
+    out: dict[int, None] = {}
+    pending_notes: list[int] = []
+
+    def flush() -> None:
+        for note in notes_store.get_many(conn, pending_notes):
+            out.update(dict.fromkeys(note.source_turns))
+        pending_notes.clear()
+
+    for item in items:
+        turns = _get(item, "source_turns")
+        if turns is not None:
+            flush()
+            out.update(dict.fromkeys(int(t) for t in turns))
+            continue
+        note_id = item if isinstance(item, int) else _get(item, "note_id", _get(item, "id"))
+        if isinstance(note_id, int) and note_id > 0:
+            pending_notes.append(note_id)
+            flush()  # keep rank order across notes
+    flush()
+    return list(out)
+
+
+def ext_ids_of(conn: Any, raw_ids: Sequence[int]) -> list[str]:
+    """External ids (LoCoMo dia_ids) of raw turns, in order; turns without one are skipped."""
+    out = []
+    for raw_id in raw_ids:
+        turn = raw_store.get_turn(conn, raw_id)
+        if turn is not None and turn.ext_id:
+            out.append(turn.ext_id)
+    return out
+
+
+def _route(trace: dict) -> tuple[str | None, str | None]:
+    tag, layer = trace.get("route_tag"), trace.get("route_layer")
+    route = trace.get("route")
+    if isinstance(route, dict):
+        tag = tag or route.get("tag")
+        layer = layer or route.get("layer")
+    return tag, layer
+
+
+def _stages(trace: dict) -> dict:
+    """Per-stage tokens and ms: the trace's ``stages`` if it has them, else its *_ms / *_tokens keys."""
+    stages = trace.get("stages")
+    if isinstance(stages, (dict, list)):
+        return stages
+    return {k: v for k, v in trace.items()
+            if (k.endswith("_ms") or k.endswith("_tokens")) and isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+# -- the edgemem system ---------------------------------------------------------------------------------
+def _call(fn: Callable[..., Any], question: str, now: datetime | None) -> Any:
+    """Call ``fn(question)``, passing ``now`` when the read path accepts one."""
+    if now is not None:
+        with contextlib.suppress(TypeError, ValueError):  # builtins and C callables have no signature
+            if "now" in inspect.signature(fn).parameters:
+                return fn(question, now=now)
+    return fn(question)
+
+
+class EdgememSystem:
+    """The pipeline the daemon runs: ``Engine.ask``; retrieval-only uses ``Engine.retrieve`` when the
+    engine has one, else the hybrid top-k the pipeline starts from (``recall.retrieve.hybrid``)."""
+
+    name = "edgemem"
+
+    def __init__(self, engine: Any, llm: Any) -> None:
+        self.engine = engine
+
+    def answer(self, question: str, now: datetime | None) -> Outcome:
+        answer = _call(self.engine.ask, question, now)
+        trace = dict(answer.trace or {})
+        return Outcome(answer.text, list(answer.notes or []), trace, _int(trace.get("packed_tokens")), answer.query_id)
+
+    def retrieve(self, question: str, now: datetime | None) -> Outcome:
+        if hasattr(self.engine, "retrieve"):
+            result = _call(self.engine.retrieve, question, now)
+            items = _get(result, "notes")
+            if items is None:
+                items = _get(result, "evidence", [])
+            trace = dict(_get(result, "trace") or {})
+            return Outcome(None, list(items), trace, _int(trace.get("packed_tokens")), _get(result, "query_id"))
+        from edgemem.recall.retrieve import hybrid
+
+        conn = self.engine.store.conn
+        t0 = time.perf_counter()
+        vector = self.engine.runtime.embed([question])[0]
+        hits = hybrid(conn, question, vector, RECALL_K)
+        trace = {"retrieval": "hybrid (no Engine.retrieve)", "retrieved": [h.note_id for h in hits],
+                 "retrieve_ms": (time.perf_counter() - t0) * 1000}
+        return Outcome(None, [h.note_id for h in hits], trace)
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def make_system(name: str, engine: Any, llm: Any) -> Any:
+    from edgemem.eval import baselines
+
+    if name == "edgemem":
+        return EdgememSystem(engine, llm)
+    if name == "rag":
+        return baselines.FlatRAG(engine, llm)
+    if name == "full-context":
+        return baselines.FullContext(engine, llm)
+    raise BadInput(f"unknown system {name!r}; expected one of {', '.join(SYSTEMS)}")
+
+
+# -- the run ---------------------------------------------------------------------------------------------
+def _prepare_out(config: RunConfig, identity: dict) -> None:
+    out = config.out
+    predictions = out / "predictions.jsonl"
+    run_file = out / "run.json"
+    if config.resume:
+        if not run_file.exists():
+            raise BadInput(f"{out} holds no run to resume (no run.json)")
+        before = json.loads(run_file.read_text(encoding="utf-8"))
+        different = {k: (before.get("identity", {}).get(k), v) for k, v in identity.items()
+                     if before.get("identity", {}).get(k) != v}
+        if different:
+            what = ", ".join(f"{k} was {a!r}, now {b!r}" for k, (a, b) in sorted(different.items()))
+            raise BadInput(f"{out} holds a different run ({what}); use another --out or the same options")
+    elif predictions.exists() or run_file.exists():
+        raise BadInput(f"{out} already holds a run; pass --resume to continue it or choose another --out")
+    out.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (out / "stores").mkdir(exist_ok=True, mode=0o700)
+
+
+def _remove_store(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            Path(str(path) + suffix).unlink()
+
+
+def _sessions_digest(sessions: Sequence[ChatSession]) -> str:
+    digest = hashlib.sha256()
+    for s in sessions:
+        digest.update(s.uri.encode())
+        digest.update(s.digest().encode())
+    return digest.hexdigest()
+
+
+def run(
+    config: RunConfig,
+    conversations: Sequence[Conversation],
+    benchmark: Benchmark,
+    settings: Settings,
+    *,
+    llm: Any = None,
+    embedder: Any = None,
+    steps: list | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> dict:
+    """Run (or resume) an evaluation; returns the summary also written to ``summary.json``.
+
+    ``llm`` / ``embedder`` default to the configured model and embedder, loaded once. ``steps``
+    overrides the write-path steps (tests); otherwise ``config.steps`` picks them.
+    """
+    from edgemem.engine import Engine
+
+    if config.system not in SYSTEMS:
+        raise BadInput(f"unknown system {config.system!r}; expected one of {', '.join(SYSTEMS)}")
+    if config.steps not in STEPS:
+        raise BadInput(f"unknown --steps {config.steps!r}; expected one of {', '.join(STEPS)}")
+    sha = file_sha256(config.path)
+    identity = config.identity(sha)
+    _prepare_out(config, identity)
+
+    questions = [q for c in conversations for q in c.questions]
+    keys = [q.key for q in questions]
+    if len(set(keys)) != len(keys):
+        raise BadInput(f"{config.path}: question keys are not unique")
+    selected = select_questions(questions, config.limit, config.seed)
+    wanted = {q.key for q in selected}
+
+    if llm is not None:
+        shared = MeteredLLM(lambda: llm, getattr(llm, "name", "model"))
+    else:
+        shared = MeteredLLM(lambda: load_default_llm(settings), settings.model)
+    embedder = embedder or load_default_embedder(settings)
+    write_steps = steps if steps is not None else ([] if config.steps == "none" else None)
+
+    write_json(config.out / "run.json", {
+        "identity": identity, "path": str(config.path), "questions_in_file": len(questions),
+        "selected": len(selected), "model": shared.name, "embedder": getattr(embedder, "name", None),
+        "started_at": datetime.now().replace(microsecond=0).isoformat(), "argv": sys.argv[1:],
+    })
+    predictions = Predictions(config.out / "predictions.jsonl")
+    say = echo or (lambda _m: None)
+    if predictions.done:
+        say(f"resuming: {len(predictions.done & wanted)} of {len(wanted)} questions already answered")
+    ingest_info: dict[str, dict] = {}
+    errors = 0
+    started = time.perf_counter()
+    try:
+        with progress_bar(config.progress) as bar:
+            qtask = bar.add_task("questions", total=len(wanted), completed=len(predictions.done & wanted))
+            for conv in conversations:
+                todo = [q for q in conv.questions if q.key in wanted and q.key not in predictions.done]
+                sidecar = config.out / "stores" / f"{safe_name(conv.id)}.json"
+                if not todo:
+                    if sidecar.exists():
+                        ingest_info[conv.id] = json.loads(sidecar.read_text(encoding="utf-8"))
+                    continue
+                store_path = config.out / "stores" / f"{safe_name(conv.id)}.db"
+                conv_settings = dataclasses.replace(settings, db_path=store_path)
+                digest = _sessions_digest(conv.sessions)
+                info = json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.exists() else None
+                if info is None or info.get("digest") != digest or not store_path.exists():
+                    _remove_store(store_path)
+                    info = None
+                engine = Engine.open(conv_settings, llm=shared, embedder=embedder, steps=write_steps)
+                try:
+                    if info is None:
+                        info = _ingest(engine, conv, bar, shared)
+                        info["digest"] = digest
+                        write_json(sidecar, info)
+                    ingest_info[conv.id] = info
+                    system = make_system(config.system, engine, shared)
+                    for q in todo:
+                        bar.update(qtask, description=f"questions ({conv.id})")
+                        record = _ask(system, engine, shared, conv, q, config)
+                        errors += 1 if record.get("error") else 0
+                        predictions.append(record)
+                        bar.advance(qtask)
+                finally:
+                    engine.close()
+                if not config.keep_stores:
+                    _remove_store(store_path)
+    finally:
+        predictions.close()
+        if llm is None:
+            shared.release()
+    records = [r for r in read_predictions(config.out / "predictions.jsonl") if r["key"] in wanted]
+    summary = build_summary(records, benchmark, config, identity,
+                            extra={"model": shared.name, "embedder": getattr(embedder, "name", None),
+                                   "ingest": ingest_info, "errors_this_run": errors,
+                                   "seconds_this_run": round(time.perf_counter() - started, 1)})
+    write_json(config.out / "summary.json", summary)
+    return summary
+
+
+def build_summary(records: list[dict], benchmark: Benchmark, config: RunConfig, identity: dict,
+                  extra: dict | None = None) -> dict:
+    summary = benchmark.summarize(records, config.retrieval_only)
+    summary["run"] = {**identity, "path": str(config.path), "n": len(records),
+                      "errors": sum(1 for r in records if r.get("error")), **(extra or {})}
+    summary["table"] = benchmark.table(summary)
+    return summary
+
+
+def _ingest(engine: Any, conv: Conversation, bar: Any, llm: MeteredLLM) -> dict:
+    """Import every session (one transaction each) and run its note jobs, in session order."""
+    total = sum(len(s.turns) for s in conv.sessions)
+    task = bar.add_task(f"ingest {conv.id}", total=total)
+    before = llm.usage.calls
+    t0 = time.perf_counter()
+    jobs = 0
+    for session in conv.sessions:
+        report = import_sessions(engine.store, [session])
+        jobs += engine.process()
+        bar.advance(task, len(session.turns))
+        if report.unchanged:
+            log.debug("session %s already stored", session.uri)
+    bar.remove_task(task)
+    status = engine.status()
+    return {"turns": total, "jobs": jobs, "notes": status["notes"], "queue": status["queue"],
+            "model_calls": llm.usage.calls - before, "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def _ask(system: Any, engine: Any, llm: MeteredLLM, conv: Conversation, q: Question, config: RunConfig) -> dict:
+    record: dict[str, Any] = {
+        "key": q.key, "conversation": conv.id, "question": q.question, "gold": q.gold,
+        "category": q.category, "evidence": q.evidence, **q.extra, "system": config.system,
+    }
+    before = dataclasses.replace(llm.usage)
+    t0 = time.perf_counter()
+    try:
+        outcome = (system.retrieve if config.retrieval_only else system.answer)(q.question, conv.now)
+    except EdgememError as exc:  # counted and kept: a failed question scores 0, visibly
+        record.update({"prediction": "", "error": f"{exc.code}: {exc.message}",
+                       "latency_ms": (time.perf_counter() - t0) * 1000})
+        return record
+    latency = (time.perf_counter() - t0) * 1000
+    used = llm.usage.since(before)
+    conn = engine.store.conn
+    tag, layer = _route(outcome.trace)
+    record.update({
+        "prediction": outcome.text if outcome.text is not None else None,
+        "route_tag": tag,
+        "route_layer": layer,
+        "retrieved_dia_ids": None if outcome.context_raw_ids is not None else ext_ids_of(conn, raw_ids_of(conn, outcome.items)),
+        "packed_tokens": outcome.packed_tokens,
+        "pipeline_tokens": used.prompt_tokens + used.completion_tokens,
+        "model_calls": used.calls,
+        "model_prefill_ms": round(used.prefill_ms, 1),
+        "model_generate_ms": round(used.generate_ms, 1),
+        "latency_ms": round(latency, 1),
+        "stages": _stages(outcome.trace),
+        "query_id": outcome.query_id,
+    })
+    if outcome.context_raw_ids is not None:
+        in_context = set(ext_ids_of(conn, outcome.context_raw_ids))
+        gold = set(q.evidence)
+        record["context_turns"] = len(outcome.context_raw_ids)
+        record["evidence_in_context"] = len(gold & in_context) / len(gold) if gold else None
+    return record

@@ -1,0 +1,107 @@
+"""The unit of evidence on the read path: one note (or one computed fact) with its date and speaker.
+
+MemFlow §3.1 and Appendix A.3: the Memory Agent hands the packer evidence in three kinds — pinned
+profile facts (Tier 1), pre-computed summaries and aggregated facts (Tier 3), raw episodic chunks
+(Tier 2). Every packed line carries when it was said and by whom (:meth:`Evidence.header`), because
+a small model cannot recover a date it was never shown, and LoCoMo's temporal answers are dates.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+from nltk.stem import PorterStemmer
+
+from edgemem.ingest.keywords import STOPWORDS, tokens
+
+__all__ = ["Evidence", "KINDS", "day_label", "parse_iso_day", "terms", "jaccard"]
+
+KINDS = ("profile", "pinned", "summary", "raw")
+
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)
+
+
+def day_label(day: date) -> str:
+    """'8 May 2023': the form LoCoMo's gold answers and the ingest date labels use."""
+    return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"
+
+
+def parse_iso_day(value: str | None) -> date | None:
+    """The calendar day of an ISO 8601 date or timestamp, or None when there is none to read."""
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.strip()).date()
+    except ValueError:
+        return None
+
+
+@dataclass
+class Evidence:
+    note_id: int
+    text: str  # note content (may carry date annotations like "yesterday [7 May 2023]")
+    event_time: str  # ISO 8601 of when it was said/written
+    speaker: str | None = None
+    session: str | None = None  # source uri / session key (for session diversity)
+    dates: list[dict] = field(default_factory=list)  # {"phrase","start","end","granularity","approximate","label"}
+    score: float = 0.0
+    kind: str = "raw"  # "profile" | "pinned" | "summary" | "raw"
+    stale: bool = False  # marked by the recency filter
+    superseded_by: int | None = None
+    ext_id: str | None = None  # e.g. LoCoMo dia_id
+    stale_since: str | None = None  # ISO date of the newer statement that made this one stale
+
+    @property
+    def day(self) -> date | None:
+        """The day this was said or written (None for a computed fact without a time)."""
+        return parse_iso_day(self.event_time)
+
+    def header(self) -> str:
+        """'(8 May 2023, Caroline)': the date and speaker every packed line starts with."""
+        parts = []
+        day = self.day
+        if day is not None:
+            parts.append(day_label(day))
+        if self.speaker:
+            parts.append(self.speaker)
+        if not parts:  # a computed fact or a profile entry without a time still says what it is
+            parts.append("computed" if self.kind == "summary" else self.kind)
+        return f"({', '.join(parts)})"
+
+    def stale_marker(self) -> str:
+        """' (outdated as of 25 May 2023)' for a fact the recency filter marked, else ''."""
+        if not self.stale:
+            return ""
+        since = parse_iso_day(self.stale_since)
+        return f" (outdated as of {day_label(since)})" if since else " (outdated)"
+
+    def line(self) -> str:
+        """The packed form: header, text, and the stale marker when there is one."""
+        return f"{self.header()} {self.text}{self.stale_marker()}"
+
+
+# Bracketed date annotations ("yesterday [7 May 2023]") say when, not what: they are left out of the
+# terms that decide what a note is about, or every note of May would look alike.
+_ANNOTATION = re.compile(r"\[[^\]]*\]")
+_stem = PorterStemmer().stem
+
+
+def terms(text: str) -> set[str]:
+    """Content terms of a text: stemmed words of three letters or more that are not stopwords, so
+    'adopted' and 'adoption' meet. Used for subject overlap, query overlap and mention tests."""
+    return {
+        _stem(word)
+        for word in tokens(_ANNOTATION.sub(" ", text))
+        if len(word) >= 3 and word not in STOPWORDS
+    }
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    """|a ∩ b| / |a ∪ b|; 0.0 for two empty sets (nothing shared is no evidence of sameness)."""
+    union = a | b
+    return len(a & b) / len(union) if union else 0.0

@@ -1,0 +1,63 @@
+"""Real llama.cpp on the smallest installed GGUF: schema-valid JSON, streaming, typed context errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgemem.errors import ContextTooLong, SchemaError
+from edgemem.runtime.llm import parse_json
+
+pytestmark = pytest.mark.model
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "mood": {"type": "string", "enum": ["happy", "sad", "neutral"]},
+        "score": {"type": "integer", "minimum": 0, "maximum": 10},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 24}, "minItems": 1, "maxItems": 3},
+    },
+    "required": ["mood", "score", "tags"],
+    "additionalProperties": False,
+}
+
+
+def test_schema_constrained_json_is_valid(small_llm) -> None:
+    messages = [
+        {"role": "system", "content": "Classify the user's message. Reply in JSON."},
+        {"role": "user", "content": "I finally finished the marathon and I feel amazing!"},
+    ]
+    result = small_llm.complete_json(messages, SCHEMA, max_tokens=160)
+    assert result.value["mood"] in {"happy", "sad", "neutral"}
+    assert 0 <= result.value["score"] <= 10
+    assert 1 <= len(result.value["tags"]) <= 3
+    assert result.prompt_tokens == small_llm.count_messages(messages)
+
+
+def test_streaming_tokens_join_to_the_text(small_llm) -> None:
+    pieces: list[str] = []
+    result = small_llm.complete([{"role": "user", "content": "Count from one to five."}], max_tokens=24, on_token=pieces.append)
+    assert pieces and "".join(pieces) == result.text
+    assert result.completion_tokens > 0 and result.generate_ms >= 0
+
+
+def test_oversized_prompt_raises_before_calling(small_llm) -> None:
+    big = "memory " * (small_llm.n_ctx + 50)
+    with pytest.raises(ContextTooLong) as err:
+        small_llm.complete([{"role": "user", "content": big}], max_tokens=16)
+    assert err.value.tokens > err.value.limit == small_llm.n_ctx
+    # The model is still usable afterwards.
+    assert small_llm.complete([{"role": "user", "content": "Hi"}], max_tokens=4).completion_tokens >= 0
+
+
+def test_token_count_uses_the_model_tokenizer(small_llm) -> None:
+    assert small_llm.count_tokens("") == 0
+    assert small_llm.count_tokens("orchids") >= 1
+    assert small_llm.count_tokens("orchids " * 10) > small_llm.count_tokens("orchids")
+
+
+def test_replies_are_validated_even_under_a_grammar() -> None:
+    with pytest.raises(SchemaError):
+        parse_json('{"mood": "ecstatic", "score": 3, "tags": ["x"]}', SCHEMA)
+    with pytest.raises(SchemaError):
+        parse_json("not json", SCHEMA)
+    assert parse_json('{"mood": "sad", "score": 3, "tags": ["x"]}', SCHEMA)["mood"] == "sad"
