@@ -45,10 +45,12 @@ class Engine:
 
     @classmethod
     def open(cls, settings: Settings, *, llm: Any = None, embedder: Any = None, steps: list[WriteStep] | None = None,
-             create: bool = True) -> Engine:
+             create: bool = True, new_embedder: bool = False) -> Engine:
+        """``new_embedder`` skips the embedder check: only for `rebuild --embeddings`, which re-embeds."""
         runtime = Runtime(settings, llm=llm, embedder=embedder)
         try:
-            store = Store(settings.database, embed_model=runtime.embed_name, dim=runtime.embed_dim, create=create)
+            store = Store(settings.database, embed_model=runtime.embed_name, dim=runtime.embed_dim, create=create,
+                          check_embedder=not new_embedder)
         except BaseException:
             runtime.close()
             raise
@@ -84,6 +86,19 @@ class Engine:
             self.process()
         return report
 
+    def rebuild(self) -> dict:
+        """Recompute every derived structure (notes, links, clusters, topics, profile) from raw turns."""
+        from edgemem.store import derived
+
+        with self.store.transaction() as conn:
+            derived.reset(conn, embed_model=self.runtime.embed_name, dim=self.runtime.embed_dim)
+            turns = 0
+            for turn in raw_store.iter_turns(conn):
+                jobs.enqueue(conn, accept.NOTE_JOB, {"raw_id": turn.id})
+                turns += 1
+        processed = self.process()
+        return {"raw_turns": turns, "jobs": processed, "notes": notes.count_active(self.store.conn)}
+
     def process(self, limit: int | None = None) -> int:
         """Run queued write-path jobs in this process (the daemon runs them in its worker thread)."""
         return self.worker.drain(limit)
@@ -101,6 +116,25 @@ class Engine:
         with self.store.transaction() as conn:
             traces.insert(conn, query_id, question, text, route_tag=None, route_layer=None, tier=None, data=trace)
         return Answer(query_id, question, text, used, trace)
+
+    def chat(self, message: str, *, session: str, on_token: Any = None) -> Answer:
+        """One chat turn: answer it, then keep the user's words as a conversation turn of ``session``.
+
+        The turn is stored after answering so the active-context check sees only earlier turns, and
+        stored even when answering fails (raw is sacred). The assistant's replies are not stored: they
+        are derived text, and keeping them would let the model's own guesses come back as memories.
+        """
+        message = accept.check_text(message, self.settings.max_text_bytes, "message")
+        try:
+            answer = self.ask(message, session=session, on_token=on_token)
+        except BaseException:
+            try:
+                self.remember(message, speaker="user", session=session)
+            except Exception as exc:  # the answer's failure is the one the caller sees
+                log.warning("chat turn not stored: %s", type(exc).__name__)
+            raise
+        self.remember(message, speaker="user", session=session)
+        return answer
 
     def why(self, query_id: str) -> dict:
         found = traces.get(self.store.conn, query_id)

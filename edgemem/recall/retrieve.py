@@ -1,21 +1,47 @@
-"""Retrieval pathways fused by reciprocal-rank fusion.
+"""Retrieval pathways fused by reciprocal-rank fusion (MemFlow Appendix A.2, Table 5; CLAG §3.4;
+MemFly §3.4).
 
-Dense (sqlite-vec KNN over note embeddings) and sparse (FTS5 BM25) candidate lists are fused with
-RRF, score(d) = Σ 1 / (k + rank), k = 60 (Cormack et al. 2009; MemFlow Appendix A.2 uses the same
-constant for its hybrid pass).
+- dense: sqlite-vec KNN over note embeddings.
+- bm25: Okapi BM25 with k1 = 1.5, b = 0.75 (Table 5). FTS5 finds the candidates (any query word), then
+  they are rescored here, because FTS5's built-in bm25() fixes k1 at 1.2; document frequencies come
+  from the FTS index and the average length from the notes table.
+- cluster: CLAG two-stage retrieval — the K = 3 clusters whose centroids are nearest the query are the
+  candidates; the model picks 0..K of them from their profiles (Appendix K.3 prompt, schema-constrained)
+  when one is given, else those within a margin of the best; then dense search inside them.
+- keyword / topic: MemFly's keyword pathway (shared keywords, rarer ones weigh more) and topic pathway
+  (notes carrying keywords of the Leiden topics nearest the query).
+- links: expansion of top hits along SUPPORTS / CONFLICTS / SUPERSEDES edges (MemFly topological path).
+
+RRF: score(d) = Σ w / (k + rank), k = 60 (Table 5).
 """
 
 from __future__ import annotations
 
+import math
+import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from nltk.stem import PorterStemmer
 
-from edgemem.store import notes
+from edgemem import prompts
+from edgemem.errors import ContextTooLong, SchemaError
+from edgemem.ingest.keywords import STOPWORDS, extract_keywords
+from edgemem.store import clusters as cluster_store
+from edgemem.store import links, notes, search
 
 RRF_K = 60
+K1, B = 1.5, 0.75
+CLUSTER_K = 3
+CLUSTER_MARGIN = 0.05  # without a model: keep clusters within this cosine of the best one
+LINK_KINDS = ("SUPPORTS", "CONFLICTS", "SUPERSEDES")
+
+_stem = lru_cache(maxsize=65536)(PorterStemmer().stem)
+_WORD = re.compile(r"[^\W_]+")
 
 
 @dataclass
@@ -42,11 +68,136 @@ def dense(conn: Any, vector: np.ndarray, k: int) -> list[int]:
     return [note_id for note_id, _ in notes.knn(conn, vector, k)]
 
 
+def _stems(text: str) -> list[str]:
+    return [_stem(w) for w in (m.lower() for m in _WORD.findall(text)) if w not in STOPWORDS]
+
+
+def bm25(conn: Any, text: str, k: int, *, depth: int = 200) -> list[tuple[int, float]]:
+    """Okapi BM25 (k1 = 1.5, b = 0.75) over FTS5 candidates: (note id, score), best first."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text) if w.lower() not in STOPWORDS))
+    if not words:
+        return []
+    candidates = [note_id for note_id, _ in notes.fts(conn, " ".join(words), depth)]
+    if not candidates:
+        return []
+    n_docs = max(notes.count_active(conn), 1)
+    avgdl = search.average_words(conn)
+    idf: dict[str, float] = {}
+    for word in words:
+        df = search.doc_frequency(conn, word)
+        if df:
+            idf[_stem(word)] = math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+    scored = []
+    for note in notes.get_many(conn, candidates):
+        tf = Counter(_stems(f"{note.content} {note.context}"))
+        dl = sum(tf.values()) or 1
+        score = sum(
+            weight * tf[term] * (K1 + 1) / (tf[term] + K1 * (1 - B + B * dl / avgdl))
+            for term, weight in idf.items() if tf[term]
+        )
+        if score > 0:
+            scored.append((note.id, score))
+    scored.sort(key=lambda t: (-t[1], t[0]))
+    return scored[:k]
+
+
 def sparse(conn: Any, text: str, k: int) -> list[int]:
-    return [note_id for note_id, _ in notes.fts(conn, text, k)]
+    return [note_id for note_id, _ in bm25(conn, text, k)]
+
+
+def keyword_path(conn: Any, text: str, k: int) -> list[int]:
+    terms = list(dict.fromkeys(extract_keywords(text, limit=12)))
+    return [note_id for note_id, _ in search.keyword_notes(conn, terms, k)]
+
+
+def topic_path(conn: Any, vector: np.ndarray, k: int, *, topics: int = 2) -> list[int]:
+    nearest = [t for t, _ in search.nearest_topics(conn, vector, topics)]
+    members = search.topic_notes(conn, nearest, k * 4)
+    if not members:
+        return []
+    vecs = notes.vectors(conn, members)
+    ranked = sorted(vecs, key=lambda i: -float(vecs[i] @ vector))
+    return ranked[:k]
+
+
+_CLUSTER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "selected_clusters": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": CLUSTER_K}, "maxItems": CLUSTER_K},
+    },
+    "required": ["selected_clusters"],
+    "additionalProperties": False,
+}
+
+
+def select_clusters(conn: Any, question: str, vector: np.ndarray, llm: Any | None) -> tuple[list[int], str]:
+    """CLAG §3.4 stage one: candidate clusters by centroid, then the model's choice among them."""
+    nearest = cluster_store.nearest(conn, vector, CLUSTER_K)
+    if not nearest:
+        return [], "none"
+    best = nearest[0][1]
+    close = [c for c, s in nearest if s >= best - CLUSTER_MARGIN]
+    # A clear winner needs no model call (the same cascade as write-time routing, CLAG §3.2).
+    if llm is not None and len(close) > 1:
+        profiles = cluster_store.get_many(conn, [c for c, _ in nearest])
+        lines = []
+        for i, c in enumerate(profiles, start=1):
+            example = cluster_path(conn, vector, [c.id], 1)
+            sample = notes.get(conn, example[0]).content[:160] if example else ""
+            lines.append(f"{i}. {c.summary or '(no summary yet)'} [tags: {', '.join(c.tags)}] e.g. \"{sample}\"")
+        messages = [
+            {"role": "system", "content": prompts.render("cluster_select_system")},
+            {"role": "user", "content": prompts.render(
+                "cluster_select_user", question=question, tags=", ".join(extract_keywords(question, 5)), clusters="\n".join(lines))},
+        ]
+        try:
+            chosen = llm.complete_json(messages, _CLUSTER_SCHEMA, max_tokens=24).value["selected_clusters"]
+            return [profiles[i - 1].id for i in dict.fromkeys(chosen) if 1 <= i <= len(profiles)], "model"
+        except (SchemaError, ContextTooLong):
+            pass  # deterministic choice below
+    return close, "centroid"
+
+
+def cluster_path(conn: Any, vector: np.ndarray, ids: Sequence[int], k: int) -> list[int]:
+    members = search.cluster_members(conn, ids)
+    if not members:
+        return []
+    vecs = notes.vectors(conn, members)
+    return sorted(vecs, key=lambda i: -float(vecs[i] @ vector))[:k]
+
+
+def expand_links(conn: Any, anchors: Sequence[int], limit: int) -> list[int]:
+    """Notes linked to the anchors, in anchor order (the topological pathway)."""
+    found: list[int] = []
+    around = links.neighbours(conn, list(anchors), LINK_KINDS)
+    for anchor in anchors:
+        for other, _kind, _strength in around.get(anchor, []):
+            if other not in found and other not in anchors:
+                found.append(other)
+    return found[:limit]
 
 
 def hybrid(conn: Any, query: str, vector: np.ndarray, k: int, *, depth: int = 50) -> list[Hit]:
     """Top-k notes for ``query`` by RRF over dense and BM25 lists of ``depth`` candidates each."""
     fused = rrf({"dense": dense(conn, vector, depth), "bm25": sparse(conn, query, depth)})
     return fused[:k]
+
+
+def multi_path(conn: Any, query: str, vector: np.ndarray, k: int, *, llm: Any | None = None, depth: int = 50) -> tuple[list[Hit], dict]:
+    """All pathways fused: dense, BM25, CLAG cluster two-stage, keyword, topic, then link expansion."""
+    chosen, how = select_clusters(conn, query, vector, llm)
+    ranked = {
+        "dense": dense(conn, vector, depth),
+        "bm25": sparse(conn, query, depth),
+        "cluster": cluster_path(conn, vector, chosen, depth),
+        "keyword": keyword_path(conn, query, depth),
+        "topic": topic_path(conn, vector, depth // 2),
+    }
+    fused = rrf(ranked, weights={"topic": 0.5, "keyword": 0.75})
+    anchors = [h.note_id for h in fused[: max(3, k // 4)]]
+    expanded = expand_links(conn, anchors, limit=max(2, k // 4))
+    if expanded:
+        fused = rrf({**ranked, "links": expanded}, weights={"topic": 0.5, "keyword": 0.75, "links": 0.5})
+    info = {"clusters": chosen, "cluster_choice": how, "pathway_sizes": {p: len(v) for p, v in ranked.items()},
+            "links": len(expanded)}
+    return fused[:k], info

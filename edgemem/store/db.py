@@ -61,7 +61,7 @@ def connect_driver(path: Path | str) -> Any:
 class Store:
     """The single SQLite file. One connection per thread; transactions nest with savepoints."""
 
-    def __init__(self, path: Path, *, embed_model: str, dim: int, create: bool = True) -> None:
+    def __init__(self, path: Path, *, embed_model: str, dim: int, create: bool = True, check_embedder: bool = True) -> None:
         self.path = Path(path)
         self.embed_model = embed_model
         self.dim = dim
@@ -69,6 +69,7 @@ class Store:
         self._all: list[Any] = []
         self._lock = threading.Lock()
         self._savepoints = itertools.count()
+        self._check = check_embedder
         self._open(create)
 
     # -- opening ---------------------------------------------------------------------------
@@ -96,7 +97,8 @@ class Store:
             if app_id == 0:
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             self._migrate(conn)
-            self._check_embedder(conn)
+            if self._check:
+                self._check_embedder(conn)
         except DatabaseError as exc:
             self.close()
             raise StoreError(f"{self.path}: {exc} (the file may be corrupt; restore a backup with `edgemem restore`)") from None

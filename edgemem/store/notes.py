@@ -234,3 +234,23 @@ def iter_active(conn: Any) -> Iterator[Note]:
 
 def active_ids(conn: Any) -> list[int]:
     return [r[0] for r in conn.execute("SELECT id FROM notes WHERE status = 'active' ORDER BY id")]
+
+
+def provenance(conn: Any, ids: Sequence[int]) -> dict[int, tuple[str | None, list[str]]]:
+    """For each note: the uri of its first source (the session) and the external ids of its turns."""
+    out: dict[int, tuple[str | None, list[str]]] = {}
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start:start + 500])
+        marks = ",".join("?" * len(chunk))
+        rows = conn.execute(
+            f"""SELECT ns.note_id, s.uri, r.ext_id FROM note_sources ns
+                JOIN raw_turns r ON r.id = ns.raw_id JOIN sources s ON s.id = r.source_id
+                WHERE ns.note_id IN ({marks}) ORDER BY ns.note_id, r.id""",
+            chunk,
+        )
+        for row in rows:
+            uri, ext = out.get(row[0], (row[1], []))
+            if row[2]:
+                ext.append(row[2])
+            out[row[0]] = (uri, ext)
+    return out

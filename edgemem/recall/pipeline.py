@@ -1,0 +1,150 @@
+"""The read path, MemFlow Algorithm 1: active-context check → route → tier → pack → answer →
+validate → (one escalation along Table 11) → answer or a calibrated abstention.
+
+Every stage's tokens and milliseconds go into the trace (DESIGN Principle 8).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from edgemem.ingest.keywords import STOPWORDS, tokens
+from edgemem.recall import answer as answer_agent
+from edgemem.recall import packer, tiers, validator
+from edgemem.recall.basic import ABSTAIN
+
+ACTIVE_OVERLAP = 0.6
+ACTIVE_TURNS = 8
+ESCALATION = {  # Table 11: one retry, tag -> heavier tag
+    "profile-injection": "targeted-extraction",
+    "targeted-extraction": "conflict-resolution",
+    "temporal-reasoning": "targeted-extraction",
+    "conflict-resolution": "targeted-extraction",
+    "broad-summarization": "targeted-extraction",
+    "constraint-validation": "targeted-extraction",
+    "state-tracking": "conflict-resolution",
+}
+
+
+@dataclass
+class Outcome:
+    text: str
+    note_ids: list[int] = field(default_factory=list)
+    trace: dict = field(default_factory=dict)
+
+
+def _content(text: str) -> set[str]:
+    return {t for t in tokens(text) if t not in STOPWORDS}
+
+
+def active_context(question: str, recent: Sequence[str]) -> str | None:
+    """Algorithm 1 stage 1: a recent turn covering ≥ 60% of the question's words answers it."""
+    asked = _content(question)
+    if not asked or not recent:
+        return None
+    best, score = None, 0.0
+    for turn in recent[-ACTIVE_TURNS:]:
+        overlap = len(asked & _content(turn)) / len(asked)
+        if overlap > score:
+            best, score = turn, overlap
+    return best if score >= ACTIVE_OVERLAP else None
+
+
+def run(
+    conn: Any,
+    question: str,
+    *,
+    llm: Any,
+    embed: Callable[[list[str]], Any],
+    router: Any,
+    recent: Sequence[str] = (),
+    on_token: Callable[[str], None] | None = None,
+    on_reset: Callable[[], None] | None = None,
+    retrieval_only: bool = False,
+) -> Outcome:
+    trace: dict[str, Any] = {"system": "edgemem", "stages": {}}
+    stages = trace["stages"]
+    start = time.perf_counter()
+
+    span = active_context(question, recent)
+    if span is not None:
+        trace.update(route_tag=None, route_layer="active-context", tier=0)
+        if on_token:
+            on_token(span)
+        return Outcome(span, [], trace)
+
+    t = time.perf_counter()
+    route = router.route(question)
+    stages["route"] = {"ms": _ms(t), "tokens": getattr(route, "tokens", 0)}
+    trace.update(route_tag=route.tag, route_layer=route.layer, route_tag_first=route.tag)
+    tag = route.tag
+    ceiling = packer.ceiling_for(llm.n_ctx) if not retrieval_only else packer.ceiling_for(8192)
+    count = llm.count_tokens
+
+    for attempt in (0, 1):
+        t = time.perf_counter()
+        gathered = tiers.gather(conn, tag, question, embed, llm=None if retrieval_only else llm)
+        stages[f"retrieve{attempt}"] = {"ms": _ms(t), "tier": gathered.tier, **gathered.info}
+        t = time.perf_counter()
+        packed = packer.pack(question, tag, gathered.items, count, ceiling=ceiling)
+        stages[f"pack{attempt}"] = {"ms": _ms(t), "tokens": packed.total_tokens, "by_slot": packed.tokens_by_slot}
+        if attempt == 0:
+            trace.update(tier=gathered.tier, retrieved=gathered.retrieved, packed_tokens=packed.total_tokens,
+                         packed_by_slot=packed.tokens_by_slot)
+        trace["used"] = [i for i in packed.items_used if i > 0]
+        if retrieval_only:
+            trace["total_ms"] = _ms(start)
+            return Outcome("", trace["used"], trace)
+
+        if not packed.items_used:
+            text, drafted = answer_agent.ESCALATE, None  # nothing to answer from: no model call
+        else:
+            t = time.perf_counter()
+            used = [e for e in gathered.items if e.note_id in set(packed.items_used)]
+            drafted = answer_agent.answer(llm, tag, question, packed.text, used, on_token=on_token)
+            text = drafted.text
+            stages[f"answer{attempt}"] = {
+                "ms": _ms(t), "prompt_tokens": drafted.prompt_tokens, "completion_tokens": drafted.completion_tokens,
+                "prefill_ms": drafted.prefill_ms, "generate_ms": drafted.generate_ms, "tool_calls": drafted.tool_calls,
+            }
+        t = time.perf_counter()
+        verdict = validator.validate(question, text, packed.text, llm)
+        stages[f"validate{attempt}"] = {"ms": _ms(t), "stage": verdict.stage, "grounded": verdict.grounded,
+                                        "tokens": verdict.tokens}
+        if verdict.grounded:
+            trace.update(verdict=verdict.stage, escalated=attempt == 1, final_tag=tag)
+            trace["pipeline_tokens"] = _pipeline_tokens(stages)
+            trace["total_ms"] = _ms(start)
+            return Outcome(text, trace["used"], trace)
+        if attempt == 0:
+            tag = ESCALATION[tag]
+            trace["escalated_to"] = tag
+            if on_reset and drafted is not None:
+                on_reset()
+
+    trace.update(verdict="abstain", escalated=True, final_tag=tag)
+    trace["pipeline_tokens"] = _pipeline_tokens(stages)
+    trace["total_ms"] = _ms(start)
+    if on_reset:
+        on_reset()
+    if on_token:
+        on_token(ABSTAIN)
+    return Outcome(ABSTAIN, trace["used"], trace)
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 1)
+
+
+def _pipeline_tokens(stages: dict) -> int:
+    """Every model token of the query: router, answer rounds (prompt + completion), validator."""
+    total = 0
+    for name, stage in stages.items():
+        if name.startswith("answer"):
+            total += stage["prompt_tokens"] + stage["completion_tokens"]
+        elif name == "route" or name.startswith("validate"):
+            total += int(stage.get("tokens", 0))
+    return total

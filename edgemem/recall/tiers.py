@@ -1,0 +1,124 @@
+"""The memory agent's three tiers (MemFlow §3.1, Appendix A.2, Table 5).
+
+- Tier 1 (profile-injection): the compiled profile, no retrieval.
+- Tier 2 (targeted-extraction): a primary hybrid pass for the whole question plus one pass per
+  extracted entity / noun phrase, unioned by RRF and deduplicated by note.
+- Tier 3 (the five other tags): multi-pathway retrieval (dense, BM25, CLAG clusters, MemFly keywords
+  and topics, link expansion), dual-anchor passes for temporal questions, then the tag's deterministic
+  preprocessing (:mod:`edgemem.recall.preprocess`).
+
+Profile facts that share terms with the question are pinned in every tier: they are the user's
+stable facts and rules, and the packer never truncates them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from edgemem.ingest.keywords import extract_entities, extract_keywords
+from edgemem.recall import preprocess
+from edgemem.recall.evidence import Evidence, terms
+from edgemem.recall.retrieve import Hit, hybrid, multi_path, rrf
+from edgemem.store import links, notes
+from edgemem.store import profile as profile_store
+
+TIER = {
+    "profile-injection": 1,
+    "targeted-extraction": 2,
+    "temporal-reasoning": 3,
+    "conflict-resolution": 3,
+    "broad-summarization": 3,
+    "constraint-validation": 3,
+    "state-tracking": 3,
+}
+TOP_K = {"base": 8, "tier2": 20, "tier3": 20, "broad": 80}  # Table 5
+ENTITY_PASSES = 3
+PROFILE_ID_BASE = 1_000_000  # profile facts appear with negative ids below -PROFILE_ID_BASE
+
+
+@dataclass
+class Gathered:
+    tag: str
+    tier: int
+    items: list[Evidence]  # pinned profile, pre-computed facts, then evidence in preprocessing order
+    retrieved: list[int] = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+
+
+def profile_evidence(conn: Any, question: str | None = None) -> list[Evidence]:
+    """Current profile facts (all of them, or those sharing a term with the question)."""
+    facts = profile_store.current(conn)
+    wanted = terms(question) if question else None
+    out = []
+    for fact in facts:
+        line = f"{fact.subject} — {fact.attribute.replace('_', ' ')}: {fact.value} ({fact.kind})"
+        if wanted is not None and not (terms(line) & wanted):
+            continue
+        out.append(Evidence(-(PROFILE_ID_BASE + fact.id), line, fact.valid_from, kind="profile"))
+    return out
+
+
+def to_evidence(conn: Any, hits: list[Hit]) -> list[Evidence]:
+    found = notes.get_many(conn, [h.note_id for h in hits])
+    where = notes.provenance(conn, [n.id for n in found])
+    score = {h.note_id: h.score for h in hits}
+    out = []
+    for note in found:
+        uri, ext = where.get(note.id, (None, []))
+        out.append(Evidence(
+            note.id, note.content, note.event_time, speaker=note.speaker, session=uri, dates=note.dates,
+            score=score.get(note.id, 0.0), ext_id=",".join(ext) if ext else None,
+        ))
+    return out
+
+
+def _tier2(conn: Any, question: str, embed: Callable, vector: np.ndarray) -> tuple[list[Hit], dict]:
+    anchors = list(dict.fromkeys(extract_entities(question) + extract_keywords(question, limit=3)))[:ENTITY_PASSES]
+    ranked = {"primary": [h.note_id for h in hybrid(conn, question, vector, TOP_K["tier2"])]}
+    if anchors:
+        for anchor, avec in zip(anchors, embed(anchors), strict=True):
+            ranked[f"entity:{anchor}"] = [h.note_id for h in hybrid(conn, anchor, avec, TOP_K["base"])]
+    return rrf(ranked)[: TOP_K["tier2"]], {"anchors": anchors}
+
+
+def _tier3(conn: Any, tag: str, question: str, embed: Callable, vector: np.ndarray, llm: Any | None) -> tuple[list[Hit], dict]:
+    k = TOP_K["broad"] if tag == "broad-summarization" else TOP_K["tier3"]
+    hits, info = multi_path(conn, question, vector, k, llm=llm)
+    if tag == "temporal-reasoning":
+        anchors = preprocess.anchors(question)
+        if anchors:
+            ranked = {"main": [h.note_id for h in hits]}
+            for anchor, avec in zip(anchors, embed(anchors), strict=True):
+                ranked[f"anchor:{anchor}"] = [h.note_id for h in hybrid(conn, anchor, avec, TOP_K["base"])]
+            hits = rrf(ranked)[:k]
+            info["anchors"] = anchors
+    return hits, info
+
+
+def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | None = None,
+           reference: Any = None) -> Gathered:
+    """Evidence for ``question`` along ``tag``'s tier, preprocessed and ready for the packer."""
+    tier = TIER[tag]
+    if tier == 1:
+        return Gathered(tag, 1, profile_evidence(conn))
+    vector = embed([question])[0]
+    if tier == 2:
+        hits, info = _tier2(conn, question, embed, vector)
+    else:
+        hits, info = _tier3(conn, tag, question, embed, vector, llm)
+    evidence = to_evidence(conn, hits)
+    supersedes: dict[int, int] = {}
+    if tag in ("conflict-resolution", "constraint-validation", "state-tracking"):
+        current = links.current(conn, [e.note_id for e in evidence])
+        supersedes = {old: new for old, new in current.items() if new is not None}
+        missing = [new for new in dict.fromkeys(supersedes.values()) if new not in {e.note_id for e in evidence}]
+        if missing:  # the newer fact must be in view for the recency filter to prefer it
+            evidence += to_evidence(conn, [Hit(n, 0.0) for n in missing])
+    prepared = preprocess.prepare(tag, question, evidence, reference=reference, supersedes=supersedes)
+    pinned = profile_evidence(conn, question)
+    info["pinned"] = len(pinned)
+    return Gathered(tag, tier, pinned + prepared.items(), [h.note_id for h in hits], info)
