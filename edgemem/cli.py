@@ -1,13 +1,17 @@
-"""The ``edgemem`` command. Thin: parse, call the engine (or the daemon), print.
+"""The ``edgemem`` command. Thin: parse, call the daemon (or the engine with ``--local``), print.
 
-Errors are converted here, once: an :class:`EdgememError` prints ``edgemem: <message>`` on stderr and
-exits with its documented code; ``--json`` prints results as JSON for scripts.
+Memory commands talk to the daemon over its socket (``edgemem serve`` runs it); ``--local`` runs the
+same operation in this process instead, for scripts and tests. ``setup``, ``quickstart``, ``models``
+and ``version`` always run locally. Both paths return the same plain data, so ``--json`` output does
+not depend on the mode. Errors are converted here, once: an :class:`EdgememError` prints
+``edgemem: <message>`` on stderr and exits with its documented code.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +20,7 @@ from typing import Any, Optional
 import typer
 
 from edgemem import __version__, config
-from edgemem.errors import EdgememError
+from edgemem.errors import ConfigError, DaemonUnavailable, EdgememError
 
 app = typer.Typer(
     name="edgemem",
@@ -30,9 +34,10 @@ app.add_typer(models_app, name="models")
 
 
 class Ctx:
-    def __init__(self, overrides: dict[str, Any], as_json: bool) -> None:
+    def __init__(self, overrides: dict[str, Any], as_json: bool, local: bool = False) -> None:
         self.overrides = overrides
         self.as_json = as_json
+        self.local = local
 
     def settings(self) -> config.Settings:
         return config.load(self.overrides)
@@ -53,13 +58,14 @@ def root(
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for the model (0 = all cores)."),
     gpu_layers: Optional[int] = typer.Option(None, "--gpu-layers", help="Layers offloaded to CUDA/Metal (-1 = all)."),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
+    local: bool = typer.Option(False, "--local", help="Run in this process instead of asking the daemon (scripts, tests)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress to stderr."),
 ) -> None:
     """edgemem: remember everything you tell it, answer from it, on your own machine."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     overrides = {"home": home, "db_path": db, "model": model, "model_path": model_path, "n_ctx": n_ctx,
                  "n_threads": threads, "n_gpu_layers": gpu_layers}
-    ctx.obj = Ctx(overrides, as_json)
+    ctx.obj = Ctx(overrides, as_json, local)
 
 
 def _print(c: Ctx, result: Any, human: Callable[[Any], str] | str | None = None) -> None:
@@ -75,6 +81,50 @@ def _engine(c: Ctx, **kwargs: Any):
     from edgemem.engine import Engine
 
     return Engine.open(c.settings(), **kwargs)
+
+
+def _call(c: Ctx, method: str, params: dict[str, Any], local: Callable[[Any], Any],
+          on_event: Callable[[str, Any], None] | None = None) -> Any:
+    """Run ``method`` on the daemon, or ``local(engine)`` in this process with ``--local``."""
+    if c.local:
+        with _engine(c) as engine:
+            return local(engine)
+    from edgemem.daemon.client import call
+
+    return call(c.settings().socket, method, params, on_event=on_event)
+
+
+def _optional(engine: Any, name: str, method: str) -> Callable[..., Any]:
+    """An engine method that a later part of edgemem provides (same error as the daemon's)."""
+    from edgemem.daemon.protocol import Unavailable
+
+    fn = getattr(engine, name, None)
+    if fn is None:
+        raise Unavailable(f"`{method}` is not available in this edgemem build")
+    return fn
+
+
+class _Printer:
+    """Streams answer tokens to stdout as they arrive (not with --json: scripts get one object)."""
+
+    def __init__(self, c: Ctx) -> None:
+        self.enabled = not c.as_json
+        self.printed = False
+
+    def token(self, piece: str) -> None:
+        if not self.enabled:
+            return
+        if not self.printed:
+            piece = piece.lstrip()
+            if not piece:
+                return
+        self.printed = True
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+
+    def event(self, name: str, data: Any) -> None:
+        if name == "token" and isinstance(data, str):
+            self.token(data)
 
 
 # -- setup ------------------------------------------------------------------------------------------
@@ -122,14 +172,15 @@ QUICKSTART_QUESTION = "What flowers should I bring to Ana's birthday?"
 @app.command()
 def quickstart(ctx: typer.Context) -> None:
     """Set up, remember one fact, and ask the default model a question about it."""
+    from edgemem.daemon.protocol import answer_result
+
     c = _ctx(ctx)
     _setup(c)
     with _engine(c) as engine:
         typer.echo(f"remember: {QUICKSTART_FACT}")
         engine.remember(QUICKSTART_FACT, process=True)
         typer.echo(f"ask: {QUICKSTART_QUESTION}")
-        answer = engine.ask(QUICKSTART_QUESTION)
-        typer.echo(_answer_text(answer))
+        typer.echo(_answer_text(answer_result(engine.ask(QUICKSTART_QUESTION))))
 
 
 # -- memory -----------------------------------------------------------------------------------------
@@ -144,17 +195,17 @@ def remember(
     c = _ctx(ctx)
     if text == "-":
         text = sys.stdin.read()
-    with _engine(c) as engine:
-        result = engine.remember(text, speaker=speaker, when=when, process=True)
-    _print(c, result, lambda r: f"remembered (note {', '.join(map(str, r['notes'])) or 'queued'})")
+    result = _call(c, "remember", {"text": text, "speaker": speaker, "when": when},
+                   lambda e: e.remember(text, speaker=speaker, when=when, process=True))
+    _print(c, result, lambda r: f"remembered (note {', '.join(map(str, r.get('notes') or [])) or 'queued'})")
 
 
 @app.command()
 def ingest(ctx: typer.Context, path: Path = typer.Argument(..., help="A .txt/.md file or a folder of them.")) -> None:
     """Ingest text and Markdown files (re-ingesting unchanged files does nothing)."""
     c = _ctx(ctx)
-    with _engine(c) as engine:
-        result = engine.ingest(path, process=True)
+    path = path.expanduser().absolute()  # the daemon does not share our working folder
+    result = _call(c, "ingest", {"path": str(path)}, lambda e: e.ingest(path, process=True))
 
     def human(r: dict) -> str:
         lines = [f"added {a['path']} ({a['chunks']} chunks)" for a in r["added"]]
@@ -165,50 +216,288 @@ def ingest(ctx: typer.Context, path: Path = typer.Argument(..., help="A .txt/.md
     _print(c, result, human)
 
 
-def _answer_text(answer: Any) -> str:
-    lines = [answer.text, ""]
-    if answer.notes:
+def _sources_text(result: dict) -> str:
+    lines = []
+    if result["notes"]:
         lines.append("notes used:")
-        for n in answer.notes:
-            who = f"{n.speaker}: " if n.speaker else ""
-            lines.append(f"  [{n.id}] {n.event_time[:10]} {who}{n.content[:160]}")
-    lines.append(f"(query {answer.query_id}; `edgemem why {answer.query_id}` shows how it was answered)")
+        for n in result["notes"]:
+            who = f"{n['speaker']}: " if n["speaker"] else ""
+            lines.append(f"  [{n['id']}] {n['date'][:10]} {who}{n['content'][:160]}")
     return "\n".join(lines)
 
 
-def _answer_json(answer: Any) -> dict:
-    return {
-        "query_id": answer.query_id,
-        "answer": answer.text,
-        "notes": [{"id": n.id, "date": n.event_time, "speaker": n.speaker, "content": n.content} for n in answer.notes],
-    }
+def _answer_text(result: dict, streamed: bool = False) -> str:
+    lines = [] if streamed else [result["answer"]]
+    lines.append("")
+    sources = _sources_text(result)
+    if sources:
+        lines.append(sources)
+    lines.append(f"(query {result['query_id']}; `edgemem why {result['query_id']}` shows how it was answered)")
+    return "\n".join(lines)
 
 
 @app.command()
 def ask(ctx: typer.Context, question: str = typer.Argument(..., help="Your question.")) -> None:
     """Answer a question from memory, citing the notes used."""
+    from edgemem.daemon.protocol import answer_result
+
     c = _ctx(ctx)
-    with _engine(c) as engine:
-        answer = engine.ask(question)
-    _print(c, _answer_json(answer), lambda _r: _answer_text(answer))
+    out = _Printer(c)
+    result = _call(c, "ask", {"question": question, "stream": not c.as_json},
+                   lambda e: answer_result(e.ask(question, on_token=out.token)), on_event=out.event)
+    if out.printed:
+        typer.echo()
+    _print(c, result, lambda r: _answer_text(r, streamed=out.printed))
 
 
 @app.command()
 def why(ctx: typer.Context, query_id: str = typer.Argument(..., help="The id printed after an answer.")) -> None:
     """Show how an answer was produced: route, retrieval, packing, tokens, validation."""
     c = _ctx(ctx)
-    with _engine(c) as engine:
-        trace = engine.why(query_id)
+    trace = _call(c, "trace", {"query_id": query_id}, lambda e: e.why(query_id))
     _print(c, trace, lambda t: json.dumps(t, indent=2, default=str))
 
 
 @app.command()
 def status(ctx: typer.Context) -> None:
-    """Show the store, the model, the queue and counters."""
+    """Show the store, the model, the queue, the daemon and counters."""
     c = _ctx(ctx)
-    with _engine(c) as engine:
-        result = engine.status()
+    result = _call(c, "status", {}, lambda e: e.status())
     _print(c, result, lambda r: "\n".join(f"{k:>12}: {v}" for k, v in r.items()))
+
+
+@app.command()
+def forget(
+    ctx: typer.Context,
+    note: Optional[int] = typer.Option(None, "--note", help="Forget this note (and the raw text it stands on)."),
+    source: Optional[str] = typer.Option(None, "--source", help="Forget everything from this source (file path or id)."),
+    query: Optional[str] = typer.Option(None, "--query", help="Forget the notes matching these words."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do it without asking (otherwise: show what would go, then ask)."),
+) -> None:
+    """Forget notes for good: shows what would be deleted, then deletes after confirmation."""
+    c = _ctx(ctx)
+    if source is not None and not source.isdigit() and Path(source).expanduser().exists():
+        source = str(Path(source).expanduser().absolute())
+    src: Any = int(source) if source is not None and source.isdigit() else source
+    params = {"note_id": note, "source": src, "query": query}
+
+    def run(confirm: bool) -> Any:
+        return _call(c, "forget", {**params, "confirm": confirm},
+                     lambda e: _optional(e, "forget", "forget")(note_id=note, source=src, query=query, confirm=confirm))
+
+    if not yes:
+        preview = run(False)
+        if c.as_json or not sys.stdin.isatty():
+            _print(c, preview, lambda r: json.dumps(r, indent=2, default=str) + "\n(nothing deleted; add --yes to forget)")
+            return
+        typer.echo(json.dumps(preview, indent=2, default=str))
+        if not typer.confirm("forget this for good?", default=False):
+            raise typer.Exit(1)
+    _print(c, run(True), lambda r: json.dumps(r, indent=2, default=str))
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    path: Path = typer.Argument(..., help="File to write."),
+    fmt: str = typer.Option("json", "--format", help="json (complete, can be imported again) or markdown (to read)."),
+) -> None:
+    """Export the memory to a file (raw record and derived notes)."""
+    c = _ctx(ctx)
+    path = path.expanduser().absolute()
+    result = _call(c, "export", {"format": fmt, "path": str(path)}, lambda e: _optional(e, "export", "export")(fmt, str(path)))
+    _print(c, result, lambda r: f"exported to {path}")
+
+
+@app.command()
+def profile(ctx: typer.Context) -> None:
+    """Show the user profile: stable preferences, identity facts and rules (MemFlow Tier 1)."""
+    c = _ctx(ctx)
+    result = _call(c, "profile", {}, lambda e: _optional(e, "profile", "profile")())
+    _print(c, result, lambda r: json.dumps(r, indent=2, default=str))
+
+
+watch_app = typer.Typer(help="Folders the daemon watches and ingests as they change.", no_args_is_help=True)
+app.add_typer(watch_app, name="watch")
+
+
+@watch_app.command("add")
+def watch_add(ctx: typer.Context, path: Path = typer.Argument(..., help="A folder of .txt/.md files.")) -> None:
+    """Watch a folder: ingest it now and whenever its files change."""
+    c = _ctx(ctx)
+    path = path.expanduser().absolute()
+    result = _call(c, "watch.add", {"path": str(path)}, lambda e: _optional(e, "watch_add", "watch.add")(str(path)))
+    _print(c, result, f"watching {path}")
+
+
+@watch_app.command("remove")
+def watch_remove(ctx: typer.Context, path: Path = typer.Argument(..., help="A watched folder.")) -> None:
+    """Stop watching a folder (what was ingested stays)."""
+    c = _ctx(ctx)
+    path = path.expanduser().absolute()
+    result = _call(c, "watch.remove", {"path": str(path)}, lambda e: _optional(e, "watch_remove", "watch.remove")(str(path)))
+    _print(c, result, f"no longer watching {path}")
+
+
+@watch_app.command("list")
+def watch_list(ctx: typer.Context) -> None:
+    """List watched folders."""
+    c = _ctx(ctx)
+    result = _call(c, "watch.list", {}, lambda e: _optional(e, "watch_list", "watch.list")())
+    _print(c, result, lambda r: json.dumps(r, indent=2, default=str))
+
+
+# -- chat -------------------------------------------------------------------------------------------
+CHAT_HELP = "/sources  notes behind the last answer\n/why      how the last answer was made\n" \
+            "/forget N forget note N\n/quit     leave (Ctrl+D too)"
+
+
+class _Session:
+    """Where the REPL sends a turn: a daemon connection, or an engine in this process (--local)."""
+
+    def __init__(self, c: Ctx) -> None:
+        self.c = c
+        self.engine: Any = None
+        self.client: Any = None
+        if c.local:
+            self.engine = _engine(c)
+        else:
+            from edgemem.daemon.client import Client
+
+            self.client = Client(c.settings().socket).connect()
+
+    def call(self, method: str, params: dict, local: Callable[[Any], Any], on_event: Any = None) -> Any:
+        if self.engine is not None:
+            return local(self.engine)
+        return self.client.call(method, params, on_event=on_event)
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+        if self.client is not None:
+            self.client.close()
+
+
+def _history(c: Ctx) -> Callable[[], None]:
+    """readline history in <data dir>/chat_history (0600: it is what you said); returns a saver."""
+    try:
+        import readline
+    except ImportError:  # no readline on this platform: plain input()
+        return lambda: None
+    path = c.settings().data_dir / "chat_history"
+    if path.is_file():
+        readline.read_history_file(path)
+    readline.set_history_length(1000)
+
+    def save() -> None:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.touch(mode=0o600, exist_ok=True)
+        os.chmod(path, 0o600)
+        readline.write_history_file(path)
+
+    return save
+
+
+def _chat_command(c: Ctx, s: _Session, line: str, last: dict | None) -> bool:
+    """Run a /command; False means leave."""
+    cmd, _, arg = line.partition(" ")
+    arg = arg.strip()
+    if cmd in {"/quit", "/exit", "/q"}:
+        return False
+    if cmd == "/help":
+        typer.echo(CHAT_HELP)
+    elif cmd in {"/sources", "/why"} and last is None:
+        typer.echo("no answer yet")
+    elif cmd == "/sources":
+        assert last is not None
+        typer.echo(_sources_text(last) or "the last answer used no notes")
+    elif cmd == "/why":
+        assert last is not None
+        qid = last["query_id"]
+        trace = s.call("trace", {"query_id": qid}, lambda e: e.why(qid))
+        typer.echo(json.dumps(trace, indent=2, default=str))
+    elif cmd == "/forget":
+        if not arg.isdigit():
+            typer.echo("usage: /forget NOTE_ID (the [numbers] /sources shows)")
+            return True
+        note_id = int(arg)
+
+        def forget(confirm: bool) -> Any:
+            return s.call("forget", {"note_id": note_id, "confirm": confirm},
+                          lambda e: _optional(e, "forget", "forget")(note_id=note_id, confirm=confirm))
+
+        typer.echo(json.dumps(forget(False), indent=2, default=str))
+        if input("forget this for good? [y/N] ").strip().lower() in {"y", "yes"}:
+            typer.echo(json.dumps(forget(True), indent=2, default=str))
+    else:
+        typer.echo(f"unknown command {cmd}; /help lists them")
+    return True
+
+
+@app.command()
+def chat(
+    ctx: typer.Context,
+    session: Optional[str] = typer.Option(None, "--session", help="Continue this conversation (default: a new one)."),
+) -> None:
+    """Talk with your memory: streamed answers; /sources, /why, /forget N, /quit."""
+    from edgemem.daemon.protocol import answer_result
+
+    c = _ctx(ctx)
+    interactive = sys.stdin.isatty()
+    save_history = _history(c) if interactive else (lambda: None)
+    s = _Session(c)
+    session = session or "chat-" + __import__("uuid").uuid4().hex[:12]
+    if interactive and not c.as_json:
+        typer.echo(f"edgemem chat (session {session}); /help for commands")
+    last: dict | None = None
+    try:
+        while True:
+            try:
+                line = input("you> " if interactive else "").strip()
+            except EOFError:
+                break
+            if not line:
+                continue
+            try:
+                if line.startswith("/"):
+                    if not _chat_command(c, s, line, last):
+                        break
+                    continue
+                out = _Printer(c)
+                last = s.call("chat", {"message": line, "session": session, "stream": not c.as_json},
+                              lambda e: answer_result(e.chat(line, session=session, on_token=out.token), session=session),
+                              on_event=out.event)
+                if c.as_json:
+                    typer.echo(json.dumps(last, default=str))
+                else:
+                    if not out.printed:
+                        typer.echo(last["answer"], nl=False)
+                    typer.echo(f"\n(query {last['query_id']}; {len(last['notes'])} notes; /sources, /why)")
+            except DaemonUnavailable:
+                raise
+            except EdgememError as exc:  # one bad turn does not end the conversation
+                typer.echo(f"edgemem: {exc.message}", err=True)
+    except KeyboardInterrupt:
+        typer.echo()
+    finally:
+        save_history()
+        s.close()
+
+
+# -- daemon -----------------------------------------------------------------------------------------
+@app.command()
+def serve(ctx: typer.Context) -> None:
+    """Run the daemon in the foreground: the model, the memory and the socket (systemd runs this)."""
+    from edgemem.daemon import server
+
+    c = _ctx(ctx)
+    settings = c.settings()
+    level = logging.getLevelName(settings.log_level.upper())
+    if not isinstance(level, int):
+        raise ConfigError(f"log_level {settings.log_level!r} is not a logging level (DEBUG, INFO, WARNING, ERROR)")
+    root_logger = logging.getLogger()
+    root_logger.setLevel(min(root_logger.level, level))  # the daemon logs at log_level; -v can only add
+    raise typer.Exit(server.run(settings))
 
 
 # -- models -----------------------------------------------------------------------------------------

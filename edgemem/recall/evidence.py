@@ -94,11 +94,12 @@ _stem = PorterStemmer().stem
 def terms(text: str) -> set[str]:
     """Content terms of a text: stemmed words of three letters or more that are not stopwords, so
     'adopted' and 'adoption' meet. Used for subject overlap, query overlap and mention tests."""
-    return {
-        _stem(word)
-        for word in tokens(_ANNOTATION.sub(" ", text))
-        if len(word) >= 3 and word not in STOPWORDS
-    }
+    found = set()
+    for word in tokens(_ANNOTATION.sub(" ", text)):
+        word = word.removesuffix("'s")  # "Caroline's" is about Caroline
+        if len(word) >= 3 and word not in STOPWORDS:
+            found.add(_stem(word))
+    return found
 
 
 def jaccard(a: set[str], b: set[str]) -> float:

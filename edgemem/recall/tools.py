@@ -283,7 +283,8 @@ def execute(call: ToolCall, evidence: Sequence[Evidence | str] = ()) -> str:
     want = _ARITY[call.name]
     if len(call.args) != want:
         form = "term" if call.name == "count_occurrences" else "date1, date2"
-        return f"{ERROR_PREFIX}{call.name} takes {want} argument{'s' if want > 1 else ''} ({form}), got {len(call.args)}"
+        arguments = "argument" if want == 1 else "arguments"
+        return f"{ERROR_PREFIX}{call.name} takes {want} {arguments} ({form}), got {len(call.args)}"
     try:
         if call.name == "count_occurrences":
             return count_occurrences(call.args[0], evidence).describe()

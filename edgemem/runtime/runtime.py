@@ -25,6 +25,7 @@ class Runtime:
         self._llm = llm
         self._embedder = embedder
         self._lock = threading.Lock()
+        self._embed_lock = threading.Lock()  # loading the embedder must not wait for the model
         self._llm_sched = Scheduler("llm")
         self._embed_sched = Scheduler("embed")
         self.llm_state = "ready" if llm is not None else "not loaded"
@@ -81,7 +82,7 @@ class Runtime:
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
-            with self._lock:
+            with self._embed_lock:
                 if self._embedder is None:
                     from edgemem.runtime.embed import FastEmbedder
 
@@ -110,7 +111,8 @@ class Runtime:
     def close(self) -> None:
         self._llm_sched.close(timeout=30)
         self._embed_sched.close(timeout=30)
-        if self._llm is not None:
+        # Never close the model under a call still running on its worker (llama.cpp would crash).
+        if self._llm is not None and not self._llm_sched.alive():
             self._llm.close()
 
 

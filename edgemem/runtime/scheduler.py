@@ -44,6 +44,9 @@ class Scheduler:
     def call(self, fn: Callable[..., T], *args: Any, priority: int = INTERACTIVE, **kwargs: Any) -> T:
         return self.submit(fn, *args, priority=priority, **kwargs).result()
 
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
     def pending(self) -> int:
         return self._queue.qsize()
 

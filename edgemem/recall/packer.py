@@ -1,0 +1,271 @@
+"""The context packer: evidence into a token-budgeted context (MemFlow §3.1, Appendix A.3, Table 6).
+
+Three priority slots under one global ceiling:
+
+1. ``pinned`` — Tier-1 profile facts, pinned facts, behavioural rules: never truncated, never
+   dropped. If they alone exceed the ceiling the prompt cannot fit and :class:`ContextTooLong` is
+   raised (DESIGN Principle 5: a typed error, never a silent cut).
+2. ``summary`` — Tier-3 pre-computed facts (date math, timelines, counts): reduced on overflow.
+3. ``raw`` — Tier-2 episodic chunks: truncated first on overflow.
+
+Unused budget flows down: what the pinned slot leaves of its nominal budget goes to the summary
+slot, what the summary slot leaves goes to the raw slot (A.3 "dynamic budget reallocation").
+Before budgeting, the A.3 enhancements run: relevance sort (score), top-2 sentence extraction for
+the precision tags, per-chunk word caps (Table 6), and Jaccard ≥ 0.85 near-duplicate removal.
+
+Budgets, scaled from the paper to the default 1.5B model on a laptop CPU
+------------------------------------------------------------------------
+The paper packs for Qwen3-1.7B on a GPU under a 20,480-token ceiling (Algorithm 1) with Tier-2
+budgets of 4,400-8,000 tokens (Table 6), yet its packs average 469 tokens on LoCoMo and 1,543 on
+LongMemEval (Table 10). edgemem's default model runs with n_ctx 8,192 and prefills ~170 tokens/s on
+CPU, so every 1,000 packed tokens cost ~6 s before the first answer token. The Tier-2 budgets are
+the paper's divided by five (targeted-extraction 6,000 → 1,200), which keeps its ratios between
+tags (temporal 0.73x, broad 1.33x) and puts the largest full pack — nominal pinned 300 + summary
+400 + broad raw 1,600 — at 2,300 tokens (~14 s of prefill), the top of the paper's LoCoMo /
+LongMemEval range. The per-chunk word caps are divided by five too (300 → 60 words), so a budget
+still holds the same ~15 full-size chunks as the paper's (6,000 tokens / ~400 per 300-word chunk).
+The paper gives no Tier-1 or Tier-3 budget; 300 and 400 tokens hold a compiled profile and a dozen
+one-line facts. The global ceiling is min(20,480, n_ctx − reserved) (:func:`ceiling_for`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from edgemem.errors import ContextTooLong
+from edgemem.recall.evidence import Evidence, jaccard, terms
+
+__all__ = [
+    "Packed", "pack", "ceiling_for", "top_sentences", "PAPER_CEILING", "PAPER_TIER2_BUDGET",
+    "TIER2_BUDGET", "WORD_CAP", "PAPER_WORD_CAP", "PRECISION_TAGS", "PINNED_BUDGET", "SUMMARY_BUDGET",
+    "DEDUP_JACCARD", "TOP_SENTENCES",
+]
+
+PAPER_CEILING = 20_480  # Algorithm 1, Stage 4
+PAPER_TIER2_BUDGET = {  # Table 6
+    "profile-injection": 0, "targeted-extraction": 6_000, "temporal-reasoning": 4_400,
+    "conflict-resolution": 6_000, "broad-summarization": 8_000, "constraint-validation": 6_000,
+    "state-tracking": 6_000,
+}
+PAPER_WORD_CAP = {"targeted-extraction": 300, "constraint-validation": 200, "state-tracking": 150}
+SCALE = 5  # see the module docstring: CPU prefill, n_ctx 8,192, the paper's measured pack sizes
+TIER2_BUDGET = {tag: budget // SCALE for tag, budget in PAPER_TIER2_BUDGET.items()}
+WORD_CAP = {tag: words // SCALE for tag, words in PAPER_WORD_CAP.items()}
+PINNED_BUDGET = 300  # nominal Tier-1 share; pinned items are never cut, the rest flows down
+SUMMARY_BUDGET = 400  # Tier-3 facts
+# A.3: precision-sensitive tags keep only the two most relevant sentences of each chunk.
+PRECISION_TAGS = frozenset({"targeted-extraction", "constraint-validation", "state-tracking"})
+TOP_SENTENCES = 2
+DEDUP_JACCARD = 0.85  # A.3: near-duplicate chunks at or above this Jaccard similarity are dropped
+# A chunk cut to fewer tokens than this carries no usable fact: it is dropped instead.
+MIN_CUT_TOKENS = 12
+# What the rest of the answer prompt needs besides the pack, for ceiling_for's default: the tag
+# system prompt (~350 tokens for the B.2 prompts with the grounding instruction), the question,
+# the answer (256) and three tool rounds (each a TOOL: line plus a TOOL_RESULT: line).
+DEFAULT_RESERVED = 1_024
+
+SLOTS = ("pinned", "summary", "raw")
+_SLOT_OF_KIND = {"profile": "pinned", "pinned": "pinned", "summary": "summary", "raw": "raw"}
+_CUT = " …"
+
+
+def ceiling_for(n_ctx: int, reserved: int = DEFAULT_RESERVED) -> int:
+    """The pack's global ceiling: the paper's, or what the model's context leaves, if less."""
+    return max(0, min(PAPER_CEILING, n_ctx - reserved))
+
+
+@dataclass
+class Packed:
+    text: str
+    items_used: list[int]  # note ids in the order shown (computed facts have negative ids)
+    tokens_by_slot: dict[str, int]
+    total_tokens: int  # count_tokens(text)
+    dropped: list[int]  # note ids left out: duplicates, over budget, or a closed raw slot
+    budgets: dict[str, int] = field(default_factory=dict)  # what each slot was allowed
+    truncated: list[int] = field(default_factory=list)  # note ids shown cut
+
+
+def _shingles(text: str) -> set[str]:
+    """The word set Jaccard dedup compares. Numbers count: "ran 5 km" and "ran 10 km" differ."""
+    return set(re.findall(r"\w+", text.lower()))
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
+
+
+def top_sentences(text: str, question: str, k: int = TOP_SENTENCES) -> str:
+    """The ``k`` sentences sharing most content terms with the question, in their original order
+    (A.3 sentence-level extraction; ties go to the earlier sentence)."""
+    sentences = _SENTENCE.split(text.strip())
+    if len(sentences) <= k:
+        return text.strip()
+    wanted = terms(question)
+    ranked = sorted(range(len(sentences)), key=lambda i: (-len(terms(sentences[i]) & wanted), i))
+    return " ".join(sentences[i] for i in sorted(ranked[:k]))
+
+
+def _cap_words(text: str, cap: int | None) -> tuple[str, bool]:
+    words = text.split()
+    if cap is None or len(words) <= cap:
+        return text, False
+    return " ".join(words[:cap]) + _CUT, True
+
+
+@dataclass
+class _Line:
+    item: Evidence
+    body: str  # the (possibly extracted / capped) text shown
+    cut: bool = False
+
+    def render(self, body: str | None = None) -> str:
+        return f"{self.item.header()} {self.body if body is None else body}{self.item.stale_marker()}"
+
+
+def _fit(line: _Line, allowance: int, count: Callable[[str], int]) -> str | None:
+    """The longest word prefix of the line's body whose rendered line fits ``allowance`` tokens
+    (newline included), or None when not even MIN_CUT_TOKENS of it fit."""
+    if allowance < MIN_CUT_TOKENS:
+        return None
+    words = line.body.split()
+    lo, hi, best = 1, len(words) - 1, None
+    while lo <= hi:  # binary search: the token count grows with the number of words
+        mid = (lo + hi) // 2
+        candidate = " ".join(words[:mid]) + _CUT
+        if count(line.render(candidate) + "\n") <= allowance:
+            best, lo = candidate, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def pack(
+    question: str,
+    tag: str,
+    items: Sequence[Evidence],
+    count_tokens: Callable[[str], int],
+    *,
+    ceiling: int,
+) -> Packed:
+    """Pack ``items`` for a question routed to ``tag`` under ``ceiling`` tokens (A.3).
+
+    Order shown: pinned, then summaries, then raw chunks in the order given (Tier-3 preprocessing
+    has already put them in time or session order). Raw chunks are *chosen* by score, stale ones
+    last — except for broad-summarization, where the given round-robin order is the priority, since
+    re-sorting by score would undo the session-diversity guarantee."""
+    if tag not in TIER2_BUDGET:
+        raise ValueError(f"unknown action tag {tag!r}")
+    by_slot: dict[str, list[tuple[int, Evidence]]] = {slot: [] for slot in SLOTS}
+    for position, item in enumerate(items):
+        slot = _SLOT_OF_KIND.get(item.kind)
+        if slot is None:
+            raise ValueError(f"evidence {item.note_id} has unknown kind {item.kind!r}")
+        by_slot[slot].append((position, item))
+
+    # A.3 (2) sentence extraction and Table 6 word caps: raw chunks only.
+    cap = WORD_CAP.get(tag)
+    lines: dict[int, _Line] = {}
+    for position, item in by_slot["pinned"] + by_slot["summary"]:
+        lines[position] = _Line(item, item.text.strip())
+    for position, item in by_slot["raw"]:
+        body = top_sentences(item.text, question) if tag in PRECISION_TAGS else item.text.strip()
+        body, cut = _cap_words(body, cap)
+        lines[position] = _Line(item, body, cut)
+
+    # A.3 (1) relevance sort: the order raw chunks are considered in.
+    raw = by_slot["raw"]
+    if tag != "broad-summarization":
+        raw = sorted(raw, key=lambda p: (p[1].stale, -p[1].score, p[0]))
+
+    # A.3 (3) Jaccard dedup in priority order: a chunk that nearly repeats one already kept goes.
+    dropped: list[int] = []
+    seen: list[set[str]] = []
+    survivors: dict[str, list[int]] = {slot: [] for slot in SLOTS}
+    for slot, entries in (("pinned", by_slot["pinned"]), ("summary", by_slot["summary"]), ("raw", raw)):
+        for position, item in entries:
+            words = _shingles(lines[position].body)
+            if slot != "pinned" and any(jaccard(words, other) >= DEDUP_JACCARD for other in seen):
+                dropped.append(item.note_id)
+                continue
+            seen.append(words)
+            survivors[slot].append(position)
+
+    def cost(position: int, body: str | None = None) -> int:
+        return count_tokens(lines[position].render(body) + "\n")
+
+    # Slot 1: pinned, whole.
+    used = {slot: 0 for slot in SLOTS}
+    used["pinned"] = sum(cost(p) for p in survivors["pinned"])
+    if used["pinned"] > ceiling:
+        raise ContextTooLong(used["pinned"], ceiling)
+    shown: dict[int, str | None] = {p: None for p in survivors["pinned"]}  # position -> cut body
+    truncated: list[int] = []
+
+    def fill(slot: str, budget: int) -> None:
+        for n, position in enumerate(survivors[slot]):
+            need = cost(position)
+            if used[slot] + need <= budget:
+                shown[position] = None
+                used[slot] += need
+                continue
+            body = _fit(lines[position], budget - used[slot], count_tokens)
+            if body is not None:
+                shown[position] = body
+                used[slot] += cost(position, body)
+                truncated.append(lines[position].item.note_id)
+            else:
+                dropped.append(lines[position].item.note_id)
+            dropped.extend(lines[p].item.note_id for p in survivors[slot][n + 1 :])
+            return
+
+    # Slot 2: summaries get their own budget plus what pinned left, never more than the ceiling left.
+    left = ceiling - used["pinned"]
+    summary_budget = min(left, SUMMARY_BUDGET + max(0, PINNED_BUDGET - used["pinned"]))
+    fill("summary", summary_budget)
+    # Slot 3: raw gets the tag's budget plus what the slots above left. Profile-injection answers
+    # from the profile alone (Table 6: Tier-2 budget 0), so its raw slot stays closed.
+    left -= used["summary"]
+    tier2 = TIER2_BUDGET[tag]
+    raw_budget = 0 if tier2 == 0 else min(left, tier2 + (summary_budget - used["summary"]))
+    fill("raw", raw_budget)
+    for position in survivors["raw"]:
+        if lines[position].cut and position in shown:
+            truncated.append(lines[position].item.note_id)
+
+    text, order = _render(tag, lines, shown)
+    total = count_tokens(text)
+    # Guard: each line was counted alone; should the tokenizer merge across a newline so that the
+    # joined text costs more, the lowest-priority raw lines go until the ceiling holds again.
+    while total > ceiling and order:
+        last_raw = next((p for p in reversed(order) if lines[p].item.kind == "raw"), None)
+        if last_raw is None:
+            raise ContextTooLong(total, ceiling)
+        used["raw"] -= cost(last_raw, shown.pop(last_raw))
+        dropped.append(lines[last_raw].item.note_id)
+        text, order = _render(tag, lines, shown)
+        total = count_tokens(text)
+    return Packed(
+        text=text,
+        items_used=[lines[p].item.note_id for p in order],
+        tokens_by_slot=dict(used),
+        total_tokens=total,
+        dropped=dropped,
+        budgets={"pinned": max(PINNED_BUDGET, used["pinned"]), "summary": summary_budget, "raw": raw_budget},
+        truncated=list(dict.fromkeys(truncated)),
+    )
+
+
+def _render(tag: str, lines: dict[int, _Line], shown: dict[int, str | None]) -> tuple[str, list[int]]:
+    """Lines in slot order, each slot in the order the items were given; broad-summarization's raw
+    chunks grouped by session (sessions by first time said, items in time order within one)."""
+    slot_rank = {"pinned": 0, "summary": 1, "raw": 2}
+    order = sorted(shown, key=lambda p: (slot_rank[_SLOT_OF_KIND[lines[p].item.kind]], p))
+    if tag == "broad-summarization":
+        head = [p for p in order if lines[p].item.kind != "raw"]
+        sessions: dict[str, list[int]] = {}
+        for p in sorted((p for p in order if lines[p].item.kind == "raw"), key=lambda p: (lines[p].item.event_time, p)):
+            item = lines[p].item
+            sessions.setdefault(item.session or item.event_time[:10], []).append(p)
+        order = head + [p for group in sessions.values() for p in group]
+    return "\n".join(lines[p].render(shown[p]) for p in order), order

@@ -1,0 +1,499 @@
+"""Tier-3 deterministic preprocessing: evidence made ready before the small model sees it.
+
+MemFlow §3.1 (Tier 3) and Appendix A.2: sub-3B models cannot reliably sort events, do date
+arithmetic or filter rules over raw retrieved text, so these steps run in code, one per action tag:
+
+- temporal-reasoning: dual-anchor queries (:func:`anchors`), a chronological sort by resolved date,
+  and date math between the anchors' dates ("7 May 2023 → 25 May 2023: 18 days").
+- conflict-resolution: the recency filter — statements about the same subject (or linked by an
+  explicit SUPERSEDES) are grouped; the newest is current, older ones are marked stale.
+- broad-summarization: session-diverse selection (round-robin over sessions, capped per session),
+  per-session map groups (Table 5: map chunk of 5 turns) and occurrence counts.
+- constraint-validation: the modal / rule filter; the newest rule on a subject wins.
+- state-tracking: chronological state changes of the tracked subject as "state on <date>" facts.
+
+Entry point: :func:`prepare` (one per stage, STYLE.md); each tag's function is public for tests and
+for the tier code. All are pure functions over :class:`Evidence` lists; they return a
+:class:`Prepared` whose ``facts`` the packer pins in its summary slot (``Prepared.items()``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import date
+
+from edgemem.ingest.keywords import STOPWORDS
+from edgemem.recall.evidence import Evidence, day_label, jaccard, parse_iso_day, terms
+from edgemem.recall.tools import count_occurrences, describe_days, describe_months, describe_weeks
+
+__all__ = [
+    "Prepared", "SessionGroup", "TIER3_TAGS", "prepare", "anchors", "chronological", "temporal", "recency",
+    "diversify", "map_sessions", "count_occurrences", "rules", "timeline",
+    "RECENCY_JACCARD", "PER_SESSION_CAP", "MAP_CHUNK", "TIMELINE_MAX",
+]
+
+TIER3_TAGS = (
+    "temporal-reasoning", "conflict-resolution", "broad-summarization", "constraint-validation",
+    "state-tracking",
+)
+
+# Recency filter: two statements by the same speaker are about the same subject when they share at
+# least a third of their content terms. The paper gives no value (A.2 only says "marks stale
+# facts"); a third groups a changed value ("my favourite colour is blue" / "... is green now":
+# 2 of 4 terms) and keeps apart statements that share one word in passing ("I live in Boston" /
+# "I moved to Denver and live there": 1 of 4). Stale items are only marked, never removed, so a
+# wrong grouping costs a label, not a fact; explicit SUPERSEDES links from the gate catch the rest.
+RECENCY_JACCARD = 1 / 3
+# Session diversity: at most this many items from one session. Equal to Table 5's map chunk size,
+# so a session contributes at most one map shard and no single session dominates the pack.
+MAP_CHUNK = 5
+PER_SESSION_CAP = MAP_CHUNK
+# State timelines longer than this are cut to the first and last states (the summary slot is small
+# on CPU, see packer.SUMMARY_BUDGET; the raw items still carry the middle).
+TIMELINE_MAX = 12
+_TIMELINE_WORDS = 25  # words of a state sentence shown in a timeline fact
+
+
+@dataclass
+class SessionGroup:
+    """One map shard: up to MAP_CHUNK items of one session, in time order (Table 5)."""
+
+    session: str
+    first: str  # day label of the shard's first item
+    items: list[Evidence]
+
+
+@dataclass
+class Prepared:
+    tag: str
+    evidence: list[Evidence]  # transformed evidence, in the order the packer should show it
+    facts: list[str] = field(default_factory=list)  # pre-computed facts: the packer's summary slot
+    dropped: list[int] = field(default_factory=list)  # note ids a filter removed
+    groups: list[SessionGroup] = field(default_factory=list)  # broad-summarization map shards
+
+    def items(self) -> list[Evidence]:
+        """Facts as summary evidence (negative ids: they are computed, not notes), then the evidence."""
+        computed = [Evidence(-(i + 1), fact, "", kind="summary") for i, fact in enumerate(self.facts)]
+        return computed + self.evidence
+
+
+def prepare(
+    tag: str,
+    question: str,
+    evidence: Sequence[Evidence],
+    *,
+    reference: date | None = None,
+    supersedes: Mapping[int, int] | None = None,
+    entity: str | None = None,
+) -> Prepared:
+    """Tier-3 preprocessing for ``tag``; tags without a Tier-3 step pass through unchanged."""
+    if tag == "temporal-reasoning":
+        return temporal(question, evidence, reference=reference)
+    if tag == "conflict-resolution":
+        return recency(question, evidence, supersedes=supersedes)
+    if tag == "broad-summarization":
+        return diversify(question, evidence)
+    if tag == "constraint-validation":
+        return rules(question, evidence, supersedes=supersedes)
+    if tag == "state-tracking":
+        return timeline(question, evidence, entity=entity)
+    return Prepared(tag, list(evidence))
+
+
+# --- time ---------------------------------------------------------------------------------------
+
+
+def _said(e: Evidence) -> tuple[date, str, int]:
+    """When a statement was made: recency is about what was said last."""
+    return (e.day or date.min, e.event_time or "", e.note_id)
+
+
+def _resolved(e: Evidence) -> tuple[date, str, bool] | None:
+    """(first day, label, exact) of the first date resolved in the note, if any."""
+    for d in e.dates:
+        start = parse_iso_day(d.get("start"))
+        if start is not None:
+            # A weekend, a week or a month is a span: distances from its first day are "about".
+            exact = parse_iso_day(d.get("end")) in (None, start) and not d.get("approximate", False)
+            return start, d.get("label") or day_label(start), exact
+    return None
+
+
+def _when(e: Evidence) -> tuple[date, str, bool]:
+    """When the event happened: the note's first resolved date, else the day it was said."""
+    found = _resolved(e)
+    if found is not None:
+        return found
+    day = e.day
+    return (day, day_label(day), True) if day else (date.min, "unknown date", False)
+
+
+def chronological(evidence: Iterable[Evidence]) -> list[Evidence]:
+    """Oldest event first: by resolved date, falling back to the time said (A.2 Chronological Sorter)."""
+    return sorted(evidence, key=lambda e: (_when(e)[0], _said(e)))
+
+
+# --- temporal-reasoning -------------------------------------------------------------------------
+
+_LEAD = re.compile(
+    r"^(?:(?:how\s+many\s+(?:days|weeks|months|years)|how\s+long|which|what|when|did|does|do|was|were|"
+    r"is|are|has|have|had|happen(?:ed)?|passed|elapsed|went\s+by|came|come|first|event|is\s+it|"
+    r"there|it|been|the\s+time|time)\b[\s,:]*)+",
+    re.IGNORECASE,
+)
+_BETWEEN = re.compile(r"\bbetween\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s*[?.!]*$", re.IGNORECASE)
+_FIRST_OR = re.compile(r"\bfirst\b[\s,:-]*(?P<a>.+?)\s+or\s+(?P<b>.+?)\s*[?.!]*$", re.IGNORECASE)
+_OR_FIRST = re.compile(r"^(?P<a>.+?)\s+or\s+(?P<b>.+?)\s+first\s*[?.!]*$", re.IGNORECASE)
+_HOW_LONG_AFTER = re.compile(
+    r"^how\s+(?:many\s+\w+|long)\s+(?:before|after)\s+(?P<a>.+?)\s+(?:did|was|were|do|does|is|had|has)\s+"
+    r"(?P<b>.+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_BEFORE_AFTER = re.compile(r"^(?P<a>.+?)\s+(?:before|after)\s+(?P<b>.+?)\s*[?.!]*$", re.IGNORECASE)
+_SINCE = re.compile(
+    r"\b(?:how\s+long\s+ago|how\s+(?:many\s+\w+\s+)?ago|how\s+long\s+(?:has\s+it\s+been\s+)?since|"
+    r"how\s+many\s+(?:days|weeks|months|years)\s+(?:ago|since|have\s+passed\s+since))\b",
+    re.IGNORECASE,
+)
+_TRAIL = re.compile(r"(?:\s+(?:happen(?:ed)?|occur(?:red)?|come|came|take\s+place|took\s+place))+$", re.IGNORECASE)
+# Date facts only for questions about order or elapsed time; "what did X do after Y?" asks for an
+# event, and a distance between its two halves would be noise in the summary slot.
+_ASKS_TIME = re.compile(
+    r"\bhow\s+(?:many\s+(?:days|weeks|months|years)|long)\b|\bfirst\b|\bearlier\b|\blater\b|"
+    r"^(?:did|was|were|is|are|does|do|had|has|have)\b.*\b(?:before|after)\b",
+    re.IGNORECASE,
+)
+
+
+def _clean_anchor(text: str) -> str:
+    text = _LEAD.sub("", text.strip(" ,;:?.!"))
+    return _TRAIL.sub("", text.strip(" ,;:?.!")).strip(" ,;:?.!")
+
+
+def anchors(question: str) -> list[str]:
+    """The event references of a temporal question, for dual-anchor retrieval (A.2).
+
+    "How many days passed between X and Y?", "Did X happen before Y?", "Which came first, X or Y?"
+    give [X, Y]; any other question is its own single anchor."""
+    text = " ".join(question.split())
+    for pattern in (_BETWEEN, _HOW_LONG_AFTER, _FIRST_OR, _OR_FIRST, _BEFORE_AFTER):
+        m = pattern.search(text)
+        if m:
+            a, b = _clean_anchor(m.group("a")), _clean_anchor(m.group("b"))
+            if a and b:
+                return [a, b]
+    return [text]
+
+
+def _best_match(anchor: str, evidence: Sequence[Evidence]) -> Evidence | None:
+    """The item sharing most content terms with the anchor (ties: higher score, then earlier)."""
+    wanted = terms(anchor)
+    best: tuple[int, float, int] | None = None
+    chosen = None
+    for i, e in enumerate(evidence):
+        overlap = len(wanted & terms(e.text))
+        if overlap == 0:
+            continue
+        key = (overlap, e.score, -i)
+        if best is None or key > best:
+            best, chosen = key, e
+    return chosen
+
+
+def _describe(question: str, a: date, b: date) -> str:
+    q = question.lower()
+    if "month" in q:
+        return describe_months(a, b)
+    if "week" in q:
+        return describe_weeks(a, b)
+    return describe_days(a, b)
+
+
+def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | None = None) -> Prepared:
+    """Chronological sort plus date math between the question's anchors (A.2 Date Math Calculator).
+
+    Two anchors: each gets the date of its best-matching item and a fact says which came first and
+    the distance. One anchor with "how long ago / since": the distance to ``reference`` (the day the
+    question is asked; without one, no such fact)."""
+    ordered = chronological(evidence)
+    facts: list[str] = []
+    found = anchors(question)
+    dated: list[tuple[str, date, str, bool]] = []
+    for anchor in found:
+        match = _best_match(anchor, evidence)
+        if match is not None:
+            day, label, exact = _when(match)
+            if day != date.min:
+                dated.append((anchor, day, label, exact))
+    asks_time = _ASKS_TIME.search(" ".join(question.split())) is not None
+    if asks_time and len(found) == 2 and len(dated) == 2:
+        for anchor, _, label, _ in dated:
+            facts.append(f"{anchor}: {label}")
+        (a_name, a_day, a_label, a_exact), (b_name, b_day, b_label, b_exact) = sorted(dated, key=lambda d: d[1])
+        about = "" if a_exact and b_exact else "about "
+        facts.append(f"{a_label} → {b_label}: {about}{_describe(question, a_day, b_day)}")
+        if a_day == b_day:
+            facts.append(f"{a_name} and {b_name} happened on the same day")
+        else:
+            facts.append(f"{a_name} came first, {about}{describe_days(a_day, b_day)} before {b_name}")
+    elif len(found) == 1 and reference is not None and _SINCE.search(question) and dated:
+        _, day, label, exact = dated[0]
+        about = "" if exact else "about "
+        facts.append(f"{label} → {day_label(reference)} (reference date): {about}{_describe(question, day, reference)}")
+    return Prepared("temporal-reasoning", ordered, facts)
+
+
+# --- conflict-resolution ------------------------------------------------------------------------
+
+
+def _same_speaker(a: Evidence, b: Evidence) -> bool:
+    return (a.speaker or "").casefold() == (b.speaker or "").casefold()
+
+
+def _groups(evidence: Sequence[Evidence], links: Mapping[int, int], subject: dict[int, set[str]]) -> list[list[int]]:
+    """Union-find over item indices: same speaker and Jaccard ≥ RECENCY_JACCARD, or a link."""
+    parent = list(range(len(evidence)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    index = {e.note_id: i for i, e in enumerate(evidence)}
+    for i, a in enumerate(evidence):
+        for j in range(i + 1, len(evidence)):
+            b = evidence[j]
+            if _same_speaker(a, b) and jaccard(subject[a.note_id], subject[b.note_id]) >= RECENCY_JACCARD:
+                parent[root(j)] = root(i)
+        newer = links.get(a.note_id)
+        if newer is not None and newer in index:
+            parent[root(index[newer])] = root(i)
+    clusters: dict[int, list[int]] = {}
+    for i in range(len(evidence)):
+        clusters.setdefault(root(i), []).append(i)
+    return list(clusters.values())
+
+
+def _mark_stale(
+    evidence: Sequence[Evidence], supersedes: Mapping[int, int] | None, subject: dict[int, set[str]]
+) -> tuple[list[Evidence], list[tuple[Evidence, list[Evidence]]]]:
+    """Evidence with older members of each subject group marked stale, plus (current, older) pairs."""
+    links = {e.note_id: e.superseded_by for e in evidence if e.superseded_by is not None}
+    links.update(supersedes or {})
+    out = list(evidence)
+    conflicts: list[tuple[Evidence, list[Evidence]]] = []
+    for members in _groups(evidence, links, subject):
+        if len(members) > 1:
+            # An item explicitly superseded by another member is never current, whatever its time.
+            ids = {evidence[i].note_id for i in members}
+            linked_away = {i for i in members if links.get(evidence[i].note_id) in ids}
+            candidates = [i for i in members if i not in linked_away] or members
+            current = max(candidates, key=lambda i: _said(evidence[i]))
+            for i in members:
+                if i != current:
+                    out[i] = replace(
+                        evidence[i], stale=True, stale_since=evidence[current].event_time,
+                        superseded_by=links.get(evidence[i].note_id, evidence[current].note_id),
+                    )
+            conflicts.append((evidence[current], [evidence[i] for i in members if i != current]))
+        else:
+            i = members[0]
+            newer = links.get(evidence[i].note_id)
+            if newer is not None:  # superseded by a note that was not retrieved: still outdated
+                out[i] = replace(evidence[i], stale=True, superseded_by=newer)
+    return out, conflicts
+
+
+def _subject_label(current: Evidence, older: Sequence[Evidence], subject: dict[int, set[str]]) -> str:
+    """' about favourite, colour': up to three words all statements of a group share, as written in
+    the current one; '' when they share none (a group made by a SUPERSEDES link)."""
+    shared = set(subject[current.note_id])
+    for e in older:
+        shared &= subject[e.note_id]
+    words = [w for w in re.findall(r"[A-Za-z][A-Za-z'-]+", current.text) if terms(w) & shared]
+    unique = list(dict.fromkeys(w.lower() for w in words))[:3]
+    return f" about {', '.join(unique)}" if unique else ""
+
+
+def recency(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[int, int] | None = None) -> Prepared:
+    """Recency filter (A.2): the newest statement on a subject is current, older ones are marked
+    "(outdated as of <date>)". Output is sorted by time said, newest last (the B.2 conflict prompt
+    reads "the most recent entries appear last")."""
+    del question  # the subject comes from the evidence; kept for the common signature
+    subject = {e.note_id: terms(e.text) for e in evidence}
+    marked, conflicts = _mark_stale(evidence, supersedes, subject)
+    facts = []
+    for current, older in sorted(conflicts, key=lambda c: _said(c[0])):
+        days = ", ".join(dict.fromkeys(day_label(e.day) for e in sorted(older, key=_said) if e.day))
+        facts.append(
+            f"Most recent{_subject_label(current, older, subject)}: {current.header()}"
+            + (f"; outdated: {days}" if days else "")
+        )
+    return Prepared("conflict-resolution", sorted(marked, key=_said), facts)
+
+
+# --- broad-summarization ------------------------------------------------------------------------
+
+
+def _session(e: Evidence) -> str:
+    return e.session or (e.event_time or "")[:10] or f"note {e.note_id}"
+
+
+def diversify(
+    question: str,
+    evidence: Sequence[Evidence],
+    *,
+    per_session: int = PER_SESSION_CAP,
+    limit: int | None = None,
+) -> Prepared:
+    """Session-diverse selection (A.2): round-robin over sessions in rank order, at most
+    ``per_session`` items from one session, ``limit`` in all; plus map shards and counts.
+
+    Items rank by score (ties keep input order); sessions take turns in the order of their best item.
+    The output keeps the round-robin order — it is the packer's priority for this tag."""
+    ranked = sorted(evidence, key=lambda e: -e.score)
+    queues: dict[str, list[Evidence]] = {}
+    for e in ranked:
+        queues.setdefault(_session(e), []).append(e)
+    chosen: list[Evidence] = []
+    for turn in range(per_session):
+        for queue in queues.values():
+            if turn < len(queue) and (limit is None or len(chosen) < limit):
+                chosen.append(queue[turn])
+    kept = {id(e) for e in chosen}
+    dropped = [e.note_id for e in ranked if id(e) not in kept]
+    return Prepared(
+        "broad-summarization", chosen, _count_facts(question, chosen), dropped, map_sessions(chosen)
+    )
+
+
+def map_sessions(evidence: Iterable[Evidence], chunk: int = MAP_CHUNK) -> list[SessionGroup]:
+    """Map step: items grouped per session in time order, in shards of ``chunk`` (Table 5: 5 turns);
+    sessions ordered by their first item."""
+    sessions: dict[str, list[Evidence]] = {}
+    for e in sorted(evidence, key=_said):
+        sessions.setdefault(_session(e), []).append(e)
+    groups = []
+    for key, items in sessions.items():
+        for start in range(0, len(items), chunk):
+            shard = items[start : start + chunk]
+            groups.append(SessionGroup(key, day_label(shard[0].day) if shard[0].day else "unknown date", shard))
+    return groups
+
+
+_COUNTING = re.compile(r"\b(?:how\s+many|how\s+often|number\s+of|count)\b", re.IGNORECASE)
+_COUNT_NOISE = {"many", "often", "number", "count", "times", "time", "total", "different"}
+
+
+def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
+    """For counting questions, the occurrences of the question's content words (speakers excluded)."""
+    if not _COUNTING.search(question):
+        return []
+    speakers = {(e.speaker or "").casefold() for e in evidence}
+    facts = []
+    for word in dict.fromkeys(re.findall(r"[A-Za-z][A-Za-z'-]+", question)):
+        low = word.lower().removesuffix("'s")
+        if len(low) < 3 or low in STOPWORDS or low in _COUNT_NOISE or low in speakers:
+            continue
+        found = count_occurrences(low, evidence)
+        if found.mentions:
+            facts.append(found.describe())
+        if len(facts) == 2:
+            break
+    return facts
+
+
+# --- constraint-validation ----------------------------------------------------------------------
+
+# A.2: "filters for modal and rule language ('always', 'never', 'must', 'allowed')", widened to the
+# forms people write rules in.
+_MODAL = re.compile(
+    r"\b(?:always|never|must(?:n['’]t|\s+not)?|don['’]t|do\s+not|not\s+allowed|allowed|only|"
+    r"should(?:n['’]t|\s+not)?|prefer(?:s|red)?|rules?)\b",
+    re.IGNORECASE,
+)
+_MODAL_TERMS = terms("always never must allowed only should prefer prefers preferred rule rules")
+
+
+def rules(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[int, int] | None = None) -> Prepared:
+    """Modal / rule filter (A.2): keep items with rule language; among rules on the same subject the
+    newest wins (older ones are marked stale). With no rule language at all the evidence is kept
+    and a fact says so, so the answer agent can say no rule was found (B.2) without losing context."""
+    del question
+    kept = [e for e in evidence if _MODAL.search(e.text)]
+    if not kept:
+        fact = "No always/never rule or policy language was found in the retrieved notes."
+        return Prepared("constraint-validation", sorted(evidence, key=_said), [fact])
+    # "Always X" and "never X" are the same subject: compare on what the rule is about.
+    subject = {e.note_id: terms(e.text) - _MODAL_TERMS for e in kept}
+    marked, _ = _mark_stale(kept, supersedes, subject)
+    dropped = [e.note_id for e in evidence if not _MODAL.search(e.text)]
+    return Prepared("constraint-validation", sorted(marked, key=_said), [], dropped)
+
+
+# --- state-tracking -----------------------------------------------------------------------------
+
+_STATE_WORDS = terms(
+    "change changed changes changing evolve evolved evolving progress progression progressed develop "
+    "developed development become became over time since start started first now current currently "
+    "feel feels felt view views think thought opinion journey situation how what"
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def _tracked(question: str) -> tuple[set[str], set[str]]:
+    """(entity terms, topic terms) of a state question: capitalised names (not the first word) and
+    the remaining content words, without words that only say 'change over time'."""
+    words = re.findall(r"[A-Za-z][A-Za-z'-]+", question)
+    names = {w.removesuffix("'s") for i, w in enumerate(words) if i > 0 and w[0].isupper()}
+    entity = set().union(*(terms(n) for n in names)) if names else set()
+    topic = terms(question) - entity - _STATE_WORDS
+    return entity, topic
+
+
+def _state_sentence(text: str, wanted: set[str]) -> str:
+    sentences = [s for s in _SENTENCE.split(text.strip()) if s]
+    best = max(sentences, key=lambda s: (len(terms(s) & wanted), -sentences.index(s)), default=text)
+    words = best.split()
+    return " ".join(words[:_TIMELINE_WORDS]) + (" …" if len(words) > _TIMELINE_WORDS else "")
+
+
+def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None = None) -> Prepared:
+    """Chronological state changes (A.2): keep the items about the tracked subject, oldest first,
+    and one "state on <date> (speaker): ..." fact per change.
+
+    The subject is ``entity`` when given, else the question's names and content words: an item is
+    kept when it mentions a name (in its text or as its speaker) and a content word. When nothing
+    matches both, the content words alone decide; when nothing matches at all, all items are kept."""
+    if entity:
+        names, topic = terms(entity), set()
+    else:
+        names, topic = _tracked(question)
+
+    def mentions(e: Evidence, wanted: set[str], speaker: bool) -> bool:
+        have = terms(e.text) | (terms(e.speaker) if speaker and e.speaker else set())
+        return not wanted or bool(have & wanted)
+
+    kept = [e for e in evidence if mentions(e, names, True) and mentions(e, topic, False)]
+    if not kept and topic:
+        kept = [e for e in evidence if mentions(e, topic, False)]
+    if not kept:
+        kept = list(evidence)
+    ordered = chronological(kept)
+    facts: list[str] = []
+    wanted = names | topic
+    for e in ordered:
+        label = _when(e)[1]
+        who = f" ({e.speaker})" if e.speaker else ""
+        fact = f"state on {label}{who}: {_state_sentence(e.text, wanted)}"
+        if not facts or facts[-1] != fact:
+            facts.append(fact)
+    if len(facts) > TIMELINE_MAX:
+        half = TIMELINE_MAX // 2
+        facts = facts[:half] + facts[-(TIMELINE_MAX - half):]
+    kept_ids = {id(e) for e in kept}
+    dropped = [e.note_id for e in evidence if id(e) not in kept_ids]
+    return Prepared("state-tracking", ordered, facts, dropped)

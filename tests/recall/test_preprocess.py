@@ -1,0 +1,309 @@
+"""Tier-3 deterministic preprocessing (MemFlow A.2): exact outputs for each tag's step."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from edgemem.recall.evidence import Evidence, jaccard, terms
+from edgemem.recall.preprocess import (
+    anchors,
+    chronological,
+    diversify,
+    map_sessions,
+    prepare,
+    recency,
+    rules,
+    temporal,
+    timeline,
+)
+
+
+def day(start: str, label: str, end: str | None = None, granularity: str = "day", approximate: bool = False) -> dict:
+    return {"phrase": "x", "start": start, "end": end or start, "granularity": granularity,
+            "approximate": approximate, "label": label}
+
+
+def ev(note_id: int, text: str, when: str, speaker: str | None = "Caroline", **kw) -> Evidence:
+    return Evidence(note_id, text, when, speaker, **kw)
+
+
+def ids(items: list[Evidence]) -> list[int]:
+    return [e.note_id for e in items]
+
+
+def test_evidence_header_terms_and_jaccard() -> None:
+    assert Evidence(1, "x", "2023-05-08T13:56:00", "Caroline").header() == "(8 May 2023, Caroline)"
+    assert Evidence(1, "x", "2023-05-08").header() == "(8 May 2023)"
+    assert Evidence(-1, "7 May 2023 → 25 May 2023: 18 days", "", kind="summary").header() == "(computed)"
+    # Possessives and inflections meet; date annotations and stopwords do not count.
+    assert terms("Caroline's adoption [7 May 2023] of two puppies") == {"carolin", "adopt", "puppi"}
+    assert terms("Caroline adopted a puppy") == {"carolin", "adopt", "puppi"}
+    assert jaccard({"a", "b"}, {"b", "c"}) == 1 / 3
+    assert jaccard(set(), set()) == 0.0
+
+
+# --- temporal-reasoning -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("How many days passed between Caroline's adoption and Melanie's camping trip?",
+         ["Caroline's adoption", "Melanie's camping trip"]),
+        ("Did Caroline go to the support group before she painted the sunrise?",
+         ["Caroline go to the support group", "she painted the sunrise"]),
+        ("Which came first, the wedding or the move?", ["the wedding", "the move"]),
+        ("Did the wedding or the move happen first?", ["the wedding", "the move"]),
+        ("How many weeks after the wedding did they move?", ["the wedding", "they move"]),
+        ("When did Melanie paint a sunrise?", ["When did Melanie paint a sunrise?"]),
+    ],
+)
+def test_anchors_split_dual_anchor_questions(question: str, expected: list[str]) -> None:
+    assert anchors(question) == expected
+
+
+WEDDING = ev(1, "Our wedding was on 28 December 2023, a small party.", "2023-12-29T18:00:00",
+             dates=[day("2023-12-28", "28 December 2023")])
+DINNER = ev(2, "Dinner with my parents tonight.", "2023-12-30T19:00:00")
+MOVE = ev(3, "We moved into the new house yesterday [3 January 2024].", "2024-01-04T09:00:00",
+          dates=[day("2024-01-03", "3 January 2024")])
+COURSE = ev(4, "Last month [December 2023] I started a pottery course.", "2024-01-05T09:00:00",
+            dates=[day("2023-12-01", "December 2023", end="2023-12-31", granularity="month")])
+
+
+def test_chronological_sorts_by_resolved_date_then_time_said() -> None:
+    # The course resolves to 1 December (said last); the dinner has no date and sorts by when said.
+    assert ids(chronological([MOVE, DINNER, COURSE, WEDDING])) == [4, 1, 2, 3]
+
+
+def test_temporal_date_math_across_a_year_boundary() -> None:
+    prepared = temporal("How many days passed between the wedding and the move into the new house?",
+                        [MOVE, DINNER, COURSE, WEDDING])
+    assert ids(prepared.evidence) == [4, 1, 2, 3]
+    assert prepared.facts == [
+        "the wedding: 28 December 2023",
+        "the move into the new house: 3 January 2024",
+        "28 December 2023 → 3 January 2024: 6 days",
+        "the wedding came first, 6 days before the move into the new house",
+    ]
+
+
+def test_temporal_months_and_weeks_follow_the_question() -> None:
+    offer = ev(5, "I accepted the job offer today.", "2024-01-31T10:00:00", dates=[day("2024-01-31", "31 January 2024")])
+    start = ev(6, "My first day at the new job is 1 March 2024.", "2024-02-10T10:00:00", dates=[day("2024-03-01", "1 March 2024")])
+    months = temporal("How many months between the job offer and the first day at the new job?", [start, offer])
+    assert months.facts[2] == "31 January 2024 → 1 March 2024: 1 month and 1 day (30 days)"
+    weeks = temporal("How many weeks between the job offer and the first day at the new job?", [start, offer])
+    assert weeks.facts[2] == "31 January 2024 → 1 March 2024: 4 weeks and 2 days (30 days)"
+
+
+def test_temporal_order_question_names_the_first_event_even_when_asked_in_reverse() -> None:
+    puppy = ev(7, "I adopted a puppy yesterday [7 May 2023].", "2023-05-08T13:56:00", dates=[day("2023-05-07", "7 May 2023")])
+    camping = ev(8, "We went camping at the lake last weekend.", "2023-05-29T10:00:00", "Melanie",
+                 dates=[day("2023-05-27", "weekend of 27 May 2023", end="2023-05-28")])
+    prepared = temporal("Did Melanie go camping before Caroline adopted the puppy?", [camping, puppy])
+    assert prepared.facts == [
+        "Melanie go camping: weekend of 27 May 2023",
+        "Caroline adopted the puppy: 7 May 2023",
+        "7 May 2023 → weekend of 27 May 2023: about 20 days",  # a weekend is a span: "about"
+        "Caroline adopted the puppy came first, about 20 days before Melanie go camping",
+    ]
+
+
+def test_temporal_how_long_ago_against_a_reference_date() -> None:
+    puppy = ev(7, "I adopted a puppy yesterday [7 May 2023].", "2023-05-08T13:56:00", dates=[day("2023-05-07", "7 May 2023")])
+    question = "How long ago did Caroline adopt the puppy?"
+    assert temporal(question, [puppy], reference=date(2024, 1, 3)).facts == [
+        "7 May 2023 → 3 January 2024 (reference date): 241 days"
+    ]
+    assert temporal(question, [puppy]).facts == []  # no reference day, no guess
+
+
+def test_temporal_adds_no_date_math_to_event_questions() -> None:
+    race = ev(9, "I ran the charity race on Saturday.", "2023-05-22T10:00:00")
+    after = ev(10, "After the race Caroline went to the support group.", "2023-05-22T12:00:00")
+    assert temporal("What did Caroline do after the race?", [after, race]).facts == []
+
+
+# --- conflict-resolution ------------------------------------------------------------------------
+
+BLUE = ev(10, "My favourite colour is blue.", "2023-05-01T10:00:00")
+GREEN = ev(11, "My favourite colour is green now.", "2023-06-01T10:00:00")
+RED = ev(12, "My favourite colour is red.", "2023-06-02T10:00:00", "Melanie")  # another person
+NURSE = ev(13, "I work as a nurse at the hospital.", "2023-05-15T10:00:00")
+TEACHER = ev(14, "I quit and became a teacher.", "2023-07-01T10:00:00")
+
+
+def test_recency_filter_marks_the_older_statement_stale() -> None:
+    prepared = recency("What is Caroline's favourite colour?", [GREEN, NURSE, RED, BLUE, TEACHER],
+                       supersedes={13: 14})
+    assert ids(prepared.evidence) == [10, 13, 11, 12, 14]  # time said, newest last
+    stale = {e.note_id: (e.stale, e.superseded_by) for e in prepared.evidence}
+    assert stale == {10: (True, 11), 13: (True, 14), 11: (False, None), 12: (False, None), 14: (False, None)}
+    lines = [e.line() for e in prepared.evidence]
+    assert lines[0] == "(1 May 2023, Caroline) My favourite colour is blue. (outdated as of 1 June 2023)"
+    assert lines[1] == "(15 May 2023, Caroline) I work as a nurse at the hospital. (outdated as of 1 July 2023)"
+    assert lines[2] == "(1 June 2023, Caroline) My favourite colour is green now."
+    assert prepared.facts == [
+        "Most recent about favourite, colour: (1 June 2023, Caroline); outdated: 1 May 2023",
+        "Most recent: (1 July 2023, Caroline); outdated: 15 May 2023",
+    ]
+
+
+def test_recency_filter_follows_supersedes_over_time_order() -> None:
+    # The gate recorded that the older-dated note supersedes the newer one (an import, say).
+    prepared = recency("favourite colour?", [BLUE, GREEN], supersedes={11: 10})
+    current = [e.note_id for e in prepared.evidence if not e.stale]
+    assert current == [10]
+    assert prepared.evidence[1].line() == (
+        "(1 June 2023, Caroline) My favourite colour is green now. (outdated as of 1 May 2023)"
+    )
+
+
+def test_recency_filter_marks_a_note_superseded_outside_the_evidence() -> None:
+    prepared = recency("colour?", [RED], supersedes={12: 99})
+    (only,) = prepared.evidence
+    assert (only.stale, only.superseded_by, only.line()) == (
+        True, 99, "(2 June 2023, Melanie) My favourite colour is red. (outdated)"
+    )
+    assert prepared.facts == []
+
+
+def test_recency_filter_reads_superseded_by_on_the_evidence() -> None:
+    older = ev(13, NURSE.text, NURSE.event_time, superseded_by=14)
+    prepared = recency("job?", [TEACHER, older])
+    assert [(e.note_id, e.stale) for e in prepared.evidence] == [(13, True), (14, False)]
+
+
+# --- broad-summarization ------------------------------------------------------------------------
+
+
+def s(note_id: int, session: str, score: float, when: str) -> Evidence:
+    return ev(note_id, f"note {note_id} about camping", when, "Melanie", session=session, score=score)
+
+
+SESSIONS = [
+    s(1, "A", 0.90, "2023-05-01T10:00:00"), s(2, "A", 0.80, "2023-05-01T10:01:00"),
+    s(3, "A", 0.70, "2023-05-01T10:02:00"), s(4, "A", 0.60, "2023-05-01T10:03:00"),
+    s(5, "B", 0.85, "2023-06-01T10:00:00"), s(6, "B", 0.50, "2023-06-01T10:01:00"),
+    s(7, "C", 0.40, "2023-04-01T10:00:00"),
+]
+
+
+def test_session_diversity_round_robin_order() -> None:
+    assert ids(diversify("camping?", SESSIONS, per_session=2).evidence) == [1, 5, 7, 2, 6]
+    assert diversify("camping?", SESSIONS, per_session=2).dropped == [3, 4]
+    assert ids(diversify("camping?", SESSIONS).evidence) == [1, 5, 7, 2, 6, 3, 4]
+    assert ids(diversify("camping?", SESSIONS, limit=4).evidence) == [1, 5, 7, 2]
+
+
+def test_session_diversity_without_session_keys_uses_the_day() -> None:
+    a = ev(1, "x", "2023-05-01T10:00:00", score=0.9)
+    b = ev(2, "y", "2023-05-01T11:00:00", score=0.8)
+    c = ev(3, "z", "2023-05-02T10:00:00", score=0.1)
+    assert ids(diversify("?", [a, b, c], per_session=1).evidence) == [1, 3]
+
+
+def test_map_sessions_groups_per_session_in_time_order() -> None:
+    groups = map_sessions(SESSIONS, chunk=2)
+    assert [(g.session, g.first, ids(g.items)) for g in groups] == [
+        ("C", "1 April 2023", [7]),
+        ("A", "1 May 2023", [1, 2]),
+        ("A", "1 May 2023", [3, 4]),
+        ("B", "1 June 2023", [5, 6]),
+    ]
+
+
+def test_counting_questions_get_counts_of_their_content_words() -> None:
+    evidence = [
+        ev(1, "We went camping at the lake.", "2023-05-01T10:00:00", "Melanie", session="A"),
+        ev(2, "Camping again with the kids!", "2023-06-01T10:00:00", "Melanie", session="B"),
+        ev(3, "Melanie told me about camping.", "2023-06-02T10:00:00", "Caroline", session="C"),
+    ]
+    prepared = diversify("How many times did Melanie go camping?", evidence)
+    assert prepared.facts == ["'camping' is mentioned 3 times in 3 notes from 3 sessions"]  # 'Melanie' is a speaker
+    assert diversify("What does Melanie like about camping?", evidence).facts == []
+
+
+# --- constraint-validation ----------------------------------------------------------------------
+
+NEVER = ev(20, "I never drink coffee after 6 pm.", "2023-05-01T10:00:00", "user")
+ALWAYS = ev(21, "I always drink coffee after 6 pm now, it helps me study.", "2023-06-01T10:00:00", "user")
+HIKE = ev(22, "We went hiking on Saturday.", "2023-05-20T10:00:00", "user")
+ADDRESS = ev(23, "You must not share my address with anyone.", "2023-05-10T10:00:00", "user")
+
+
+def test_modal_filter_keeps_rules_and_the_newest_rule_wins() -> None:
+    prepared = rules("What are my rules about coffee?", [ALWAYS, HIKE, NEVER, ADDRESS])
+    assert ids(prepared.evidence) == [20, 23, 21]
+    assert prepared.dropped == [22]
+    assert [e.note_id for e in prepared.evidence if e.stale] == [20]
+    assert prepared.evidence[0].line() == (
+        "(1 May 2023, user) I never drink coffee after 6 pm. (outdated as of 1 June 2023)"
+    )
+    assert prepared.facts == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Always lock the door.", "Never text while driving.", "You must call first.", "Kids must not swim alone.",
+     "Don't wake me before 8.", "Pets are not allowed upstairs.", "Only decaf after lunch.",
+     "You should water them weekly.", "I prefer tea.", "House rule: shoes off."],
+)
+def test_modal_filter_language(text: str) -> None:
+    assert ids(rules("?", [ev(1, text, "2023-05-01T10:00:00")]).evidence) == [1]
+
+
+def test_modal_filter_without_rules_keeps_the_evidence_and_says_so() -> None:
+    prepared = rules("What is my rule about hiking?", [HIKE])
+    assert ids(prepared.evidence) == [22]
+    assert prepared.facts == ["No always/never rule or policy language was found in the retrieved notes."]
+
+
+# --- state-tracking -----------------------------------------------------------------------------
+
+RESEARCH = ev(30, "I'm researching adoption agencies. It is a big step.", "2023-05-08T10:00:00")
+APPLIED = ev(31, "I applied to adopt a child last week [week of 3 July 2023]! So nervous.", "2023-07-15T10:00:00",
+             dates=[day("2023-07-03", "week of 3 July 2023", end="2023-07-09", granularity="week")])
+MELANIE = ev(32, "Adoption is a beautiful thing.", "2023-06-01T10:00:00", "Melanie")
+SUNRISE = ev(33, "I painted a sunrise.", "2023-06-10T10:00:00")
+HOME = ev(34, "The adoption went through. We finally brought our daughter home.", "2023-10-01T10:00:00")
+
+
+def test_state_timeline_keeps_the_tracked_subject_in_time_order() -> None:
+    prepared = timeline("How has Caroline's view on adoption changed over time?", [HOME, SUNRISE, APPLIED, MELANIE, RESEARCH])
+    assert ids(prepared.evidence) == [30, 31, 34]
+    assert prepared.dropped == [33, 32]
+    assert prepared.facts == [
+        "state on 8 May 2023 (Caroline): I'm researching adoption agencies.",
+        "state on week of 3 July 2023 (Caroline): I applied to adopt a child last week [week of 3 July 2023]!",
+        "state on 1 October 2023 (Caroline): The adoption went through.",
+    ]
+
+
+def test_state_timeline_with_an_explicit_entity() -> None:
+    prepared = timeline("How did it change?", [HOME, MELANIE, RESEARCH], entity="Melanie")
+    assert ids(prepared.evidence) == [32]
+    assert prepared.facts == ["state on 1 June 2023 (Melanie): Adoption is a beautiful thing."]
+
+
+def test_state_timeline_keeps_everything_when_nothing_matches() -> None:
+    prepared = timeline("How has Caroline's running changed?", [SUNRISE, HOME])
+    assert ids(prepared.evidence) == [33, 34]
+    assert prepared.dropped == []
+
+
+# --- dispatch -----------------------------------------------------------------------------------
+
+
+def test_prepare_dispatches_and_passes_other_tags_through() -> None:
+    evidence = [HOME, RESEARCH]
+    assert ids(prepare("targeted-extraction", "q", evidence).evidence) == [34, 30]
+    prepared = prepare("state-tracking", "How has Caroline's view on adoption changed?", evidence)
+    items = prepared.items()
+    assert [(e.note_id, e.kind) for e in items] == [(-1, "summary"), (-2, "summary"), (30, "raw"), (34, "raw")]
+    assert items[0].line() == "(computed) state on 8 May 2023 (Caroline): I'm researching adoption agencies."
+    with_supersedes = prepare("conflict-resolution", "colour?", [BLUE, GREEN], supersedes={11: 10})
+    assert [e.note_id for e in with_supersedes.evidence if e.stale] == [11]

@@ -1,0 +1,185 @@
+"""The answer agent's bounded tools (MemFlow §3.2, B.2): parsing TOOL: lines, date math, counting."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from edgemem.recall.evidence import Evidence
+from edgemem.recall.tools import (
+    ERROR_PREFIX,
+    MAX_TOOL_ROUNDS,
+    ToolCall,
+    count_occurrences,
+    days_between,
+    execute,
+    months_between,
+    parse_date,
+    parse_tool_call,
+    weeks_between,
+)
+
+
+def test_at_most_three_tool_rounds() -> None:
+    assert MAX_TOOL_ROUNDS == 3  # Algorithm 1, line 9
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("7 May 2023", date(2023, 5, 7)),
+        ("7th May, 2023", date(2023, 5, 7)),
+        ("7 of May 2023", date(2023, 5, 7)),
+        ("May 7, 2023", date(2023, 5, 7)),
+        ("May 7th 2023", date(2023, 5, 7)),
+        ("Sept. 5, 2023", date(2023, 9, 5)),
+        ("2023-05-07", date(2023, 5, 7)),
+        ("2023/5/7", date(2023, 5, 7)),
+        ("2023-05-07T13:56:00", date(2023, 5, 7)),
+        ("around 7 May 2023", date(2023, 5, 7)),  # an ingestion label for a vague phrase
+        ("week of 29 May 2023", date(2023, 5, 29)),  # a week label: its first day
+        ("Sunday, 7 May 2023", date(2023, 5, 7)),
+        ("'2023-05-07'", date(2023, 5, 7)),
+        ("[7 May 2023]", date(2023, 5, 7)),
+        ("29 Feb 2024", date(2024, 2, 29)),
+    ],
+)
+def test_parse_date_reads_the_forms_notes_use(text: str, expected: date) -> None:
+    assert parse_date(text) == expected
+
+
+@pytest.mark.parametrize("text", ["32 May 2023", "29 Feb 2023", "2023-13-01", "Smarch 3, 2023", "yesterday", "May 2023", ""])
+def test_parse_date_refuses_what_is_not_one_day(text: str) -> None:
+    with pytest.raises(ValueError, match="as a date"):
+        parse_date(text)
+
+
+def test_date_math_across_month_and_year_boundaries() -> None:
+    assert days_between(date(2023, 12, 28), date(2024, 1, 3)) == 6
+    assert days_between(date(2024, 1, 3), date(2023, 12, 28)) == 6  # a duration, whichever first
+    assert days_between(date(2024, 1, 31), date(2024, 3, 1)) == 30  # 2024 is a leap year
+    assert days_between(date(2023, 1, 31), date(2023, 3, 1)) == 29
+    assert months_between(date(2024, 1, 31), date(2024, 3, 1)) == (1, 1)  # to 29 Feb, then a day
+    assert months_between(date(2024, 2, 1), date(2024, 3, 1)) == (1, 0)
+    assert months_between(date(2023, 12, 28), date(2024, 1, 3)) == (0, 6)
+    assert months_between(date(2022, 11, 15), date(2024, 1, 20)) == (14, 5)
+    assert weeks_between(date(2023, 5, 7), date(2023, 5, 25)) == (2, 4)
+    assert weeks_between(date(2023, 12, 28), date(2024, 1, 3)) == (0, 6)
+
+
+@pytest.mark.parametrize(
+    ("reply", "name", "args"),
+    [
+        ("TOOL: days_between(7 May 2023, 25 May 2023)", "days_between", ("7 May 2023", "25 May 2023")),
+        ("TOOL: days_between | 2023-05-07 | 2023-05-25", "days_between", ("2023-05-07", "2023-05-25")),
+        ("TOOL: months_between(May 7, 2023, May 25, 2023)", "months_between", ("May 7, 2023", "May 25, 2023")),
+        ('TOOL: weeks_between("May 7, 2023", "May 25, 2023")', "weeks_between", ("May 7, 2023", "May 25, 2023")),
+        ("TOOL: days_between(date1=2023-05-07, date2=2023-05-25)", "days_between", ("2023-05-07", "2023-05-25")),
+        ("**TOOL:** Days_Between(2023-05-07, 2023-05-25).", "days_between", ("2023-05-07", "2023-05-25")),
+        ("TOOL: count_occurrences | camping", "count_occurrences", ("camping",)),
+        ("TOOL: count_occurrences('pottery class')", "count_occurrences", ("pottery class",)),
+        (
+            "Event A date: 2023-05-07 (from 'yesterday')\nEvent B date: 2023-05-25\n"
+            "TOOL: days_between | 2023-05-07 | 2023-05-25\nTOOL: weeks_between | 2023-05-07 | 2023-05-25",
+            "days_between",
+            ("2023-05-07", "2023-05-25"),
+        ),
+    ],
+)
+def test_parse_tool_call_forms(reply: str, name: str, args: tuple[str, ...]) -> None:
+    call = parse_tool_call(reply)
+    assert call is not None
+    assert (call.name, call.args) == (name, args)
+
+
+def test_a_reply_without_a_tool_line_is_final() -> None:
+    assert parse_tool_call("Caroline adopted the puppy 18 days before the trip.") is None
+    assert parse_tool_call("TOOL_RESULT: 18 days between 7 May 2023 and 25 May 2023") is None
+    assert parse_tool_call("I used the tool: it said 18 days.") is None  # not a TOOL: line
+
+
+def test_execute_date_tools() -> None:
+    def run(line: str) -> str:
+        call = parse_tool_call(line)
+        assert call is not None
+        return execute(call)
+
+    assert run("TOOL: days_between(28 Dec 2023, 3 Jan 2024)") == "6 days between 28 December 2023 and 3 January 2024"
+    assert run("TOOL: days_between(2024-03-01, 2024-01-31)") == "30 days between 31 January 2024 and 1 March 2024"
+    assert run("TOOL: months_between(31 Jan 2024, 1 Mar 2024)") == (
+        "1 month and 1 day (30 days) between 31 January 2024 and 1 March 2024"
+    )
+    assert run("TOOL: months_between | 2024-02-01 | 2024-03-01") == (
+        "1 month (29 days) between 1 February 2024 and 1 March 2024"
+    )
+    assert run("TOOL: weeks_between(May 7, 2023, May 25, 2023)") == (
+        "2 weeks and 4 days (18 days) between 7 May 2023 and 25 May 2023"
+    )
+    assert run("TOOL: weeks_between(1 May 2023, 8 May 2023)") == "1 week (7 days) between 1 May 2023 and 8 May 2023"
+    assert run("TOOL: days_between(7 May 2023, 8 May 2023)") == "1 day between 7 May 2023 and 8 May 2023"
+
+
+def _note(note_id: int, text: str, session: str, day: str = "2023-05-08T10:00:00") -> Evidence:
+    return Evidence(note_id, text, day, speaker="Melanie", session=session)
+
+
+CAMPING = [
+    _note(1, "We went camping at the lake.", "s1"),
+    _note(2, "Camping again! Camping with the kids is the best.", "s2"),
+    _note(3, "I bought a new camp chair.", "s2"),  # 'camp' is another word
+    _note(4, "My pottery class was fun; two more pottery classes next week.", "s3"),
+    _note(5, "Melanie's campings are legendary.", "s3"),
+]
+
+
+def test_count_occurrences_counts_words_not_substrings() -> None:
+    found = count_occurrences("camping", CAMPING)
+    assert (found.mentions, found.note_ids, found.sessions) == (4, (1, 2, 5), 3)
+    assert found.describe() == "'camping' is mentioned 4 times in 3 notes from 3 sessions"
+    assert count_occurrences("pottery class", CAMPING).mentions == 2  # singular and plural
+    assert count_occurrences("CAMP", CAMPING).note_ids == (3,)
+    assert count_occurrences("sailing", CAMPING).describe() == "'sailing' is not mentioned in the notes"
+    assert count_occurrences("lake", ["the lake", "no"]).note_ids == (0,)  # plain strings: by index
+
+
+def test_execute_count_occurrences_over_the_packed_evidence() -> None:
+    call = parse_tool_call("TOOL: count_occurrences | camping")
+    assert call is not None
+    assert execute(call, CAMPING) == "'camping' is mentioned 4 times in 3 notes from 3 sessions"
+    assert execute(call, CAMPING[:1]) == "'camping' is mentioned 1 time in 1 note from 1 session"
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (ToolCall("", (), "TOOL:"), "error: no tool named; use one of days_between, weeks_between, months_between, count_occurrences"),
+        (ToolCall("rm", ("-rf",), "TOOL: rm(-rf)"), "error: unknown tool 'rm'; use one of days_between, weeks_between, months_between, count_occurrences"),
+        (ToolCall("days_between", ("7 May 2023",), ""), "error: days_between takes 2 arguments (date1, date2), got 1"),
+        (ToolCall("count_occurrences", (), ""), "error: count_occurrences takes 1 argument (term), got 0"),
+        (ToolCall("days_between", ("32 May 2023", "1 June 2023"), ""), "error: cannot read '32 May 2023' as a date; write it like 7 May 2023 or 2023-05-07"),
+        (ToolCall("count_occurrences", ("''",), ""), "error: count_occurrences needs a word or phrase to count"),
+    ],
+)
+def test_bad_calls_return_an_error_string(call: ToolCall, message: str) -> None:
+    assert execute(call, CAMPING) == message
+
+
+@pytest.mark.parametrize(
+    ("reply", "fails"),
+    [
+        ("TOOL:", True), ("TOOL: (", True), ("TOOL: )(", True), ("TOOL: days_between(", True),
+        ("TOOL: days_between)", True), ("TOOL: | | |", True), ("TOOL: days_between(,,,)", True),
+        ("TOOL: 123(4)", True), ("TOOL: days_between(May, 2023)", True),
+        ("TOOL: count_occurrences(())", True), ("TOOL: months_between(0000-00-00, 9999-99-99)", True),
+        ('TOOL: days_between("unterminated, 2023-05-07)', True),
+        ("TOOL: days_between(1 May 0001, 31 Dec 9999)", False),  # absurd but computable
+        ("TOOL: count_occurrences(" + "x" * 5000 + ")", False),
+    ],
+)
+def test_garbage_never_raises_into_the_pipeline(reply: str, fails: bool) -> None:
+    call = parse_tool_call(reply)
+    assert call is not None
+    result = execute(call, CAMPING)
+    assert isinstance(result, str) and result
+    assert result.startswith(ERROR_PREFIX) == fails, result
