@@ -558,6 +558,85 @@ def models_add(
     _print(c, {"name": m.name, "sha256": m.sha256}, f"added {m.name} (sha256 {m.sha256[:12]}…); use it with --model {m.name}")
 
 
+@app.command("import")
+def import_(ctx: typer.Context, path: Path = typer.Argument(..., help="A JSON export from `edgemem export`.")) -> None:
+    """Load a JSON export into an empty store (use --db NEW.db for a new one)."""
+    c = _ctx(ctx)
+    with _engine(c) as engine:
+        result = engine.import_json(path.expanduser())
+    _print(c, result, lambda r: "imported " + ", ".join(f"{n} {t}" for t, n in r["imported"].items() if n))
+
+
+@app.command()
+def backup(
+    ctx: typer.Context,
+    path: Path = typer.Argument(..., help="File to write the copy to."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the file if it exists."),
+) -> None:
+    """Copy the store to a file, safely, even while the daemon is using it."""
+    c = _ctx(ctx)
+    with _engine(c) as engine:
+        result = engine.backup(path.expanduser(), overwrite=overwrite)
+    _print(c, result, lambda r: f"backed up {r['notes']} notes, {r['raw_turns']} raw turns to {r['path']}")
+
+
+@app.command()
+def restore(ctx: typer.Context, path: Path = typer.Argument(..., help="A backup made by `edgemem backup`.")) -> None:
+    """Replace the store with a backup (stop the daemon first; the old store is kept as .pre-restore)."""
+    from edgemem import admin
+
+    c = _ctx(ctx)
+    result = admin.restore(c.settings().database, path.expanduser())
+    _print(c, result, lambda r: f"restored {r['restored']} from {r['from']}"
+           + (f" (previous store kept as {r['previous']})" if r["previous"] else ""))
+
+
+service_app = typer.Typer(help="Run the daemon in the background under systemd (Linux) or launchd (macOS).",
+                          no_args_is_help=True)
+app.add_typer(service_app, name="service")
+
+
+def _service_result(c: Ctx, result: Any) -> None:
+    def human(r: dict) -> str:
+        lines = [f"{r['action']}: {f}" for f in r["files"]] + [f"ran: {cmd}" for cmd in r["ran"]]
+        if r["error"]:
+            lines.append(f"failed: {r['error']}")
+        if r["to_run"]:
+            lines += ["to finish, run:"] + [f"  {cmd}" for cmd in r["to_run"]]
+        return "\n".join(lines)
+
+    _print(c, result.as_dict(), human)
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+@service_app.command("install")
+def service_install(ctx: typer.Context) -> None:
+    """Install and start the user service (socket-activated, sandboxed, no network)."""
+    from edgemem.daemon import service
+
+    c = _ctx(ctx)
+    _service_result(c, service.install(c.settings()))
+
+
+@service_app.command("uninstall")
+def service_uninstall(ctx: typer.Context) -> None:
+    """Stop the user service and remove its unit files."""
+    from edgemem.daemon import service
+
+    c = _ctx(ctx)
+    _service_result(c, service.uninstall())
+
+
+@service_app.command("status")
+def service_status(ctx: typer.Context) -> None:
+    """Show whether the service is installed, current, and running."""
+    from edgemem.daemon import service
+
+    c = _ctx(ctx)
+    _print(c, service.status(c.settings()), lambda r: json.dumps(r, indent=2, default=str))
+
+
 @app.command()
 def version() -> None:
     """Print the version."""

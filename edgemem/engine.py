@@ -7,17 +7,20 @@ user-level operation with plain data in and out.
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from edgemem import __version__
+from edgemem import __version__, admin
 from edgemem.config import Settings
+from edgemem.daemon.watcher import Change, Watcher, apply_change
 from edgemem.errors import BadInput, NotFound
 from edgemem.ingest import raw as accept
 from edgemem.ingest.worker import Worker, WriteStep
+from edgemem.recall import pipeline
 from edgemem.recall.basic import Answer, flat_answer
 from edgemem.runtime.runtime import Runtime
 from edgemem.store import jobs, notes, stats, traces
@@ -25,6 +28,8 @@ from edgemem.store import raw as raw_store
 from edgemem.store.db import Store
 
 log = logging.getLogger(__name__)
+
+RETRY_NOTICE = "\n(not supported by your notes; looking further)\n"
 
 
 def default_steps() -> list[WriteStep]:
@@ -42,6 +47,10 @@ class Engine:
         self.store = store
         self.runtime = runtime
         self.worker = Worker(store, runtime.background, runtime.embed, default_steps() if steps is None else steps)
+        self._router: Any = None
+        self._quiet_router: Any = None
+        self._watcher: Watcher | None = None
+        self._wake: threading.Event | None = None  # the daemon's worker wake-up, set by start_watching
 
     @classmethod
     def open(cls, settings: Settings, *, llm: Any = None, embedder: Any = None, steps: list[WriteStep] | None = None,
@@ -99,6 +108,69 @@ class Engine:
         processed = self.process()
         return {"raw_turns": turns, "jobs": processed, "notes": notes.count_active(self.store.conn)}
 
+    # -- forget, export, backup (edgemem.admin) -------------------------------------------------------
+    def forget(self, *, note_id: int | None = None, source: str | int | None = None, query: str | None = None,
+               confirm: bool = False) -> dict:
+        """Forget a note, a source or the notes matching a query; without ``confirm`` only the preview."""
+        return admin.forget(self.store, note_ids=None if note_id is None else [note_id], source=source,
+                            query=query, confirm=confirm)
+
+    def export(self, fmt: str, path: Path | str) -> dict:
+        """Write the memory to ``path``: "json" (everything, restorable with import) or "markdown" (readable)."""
+        if fmt == "json":
+            return admin.export_json(self.store, Path(path))
+        if fmt in ("markdown", "md"):
+            return admin.export_markdown(self.store, Path(path))
+        raise BadInput(f"unknown export format {fmt!r}; use json or markdown")
+
+    def import_json(self, path: Path | str) -> dict:
+        """Load a JSON export into this store, which must be empty (vectors recomputed if needed)."""
+        result = admin.import_json(self.store, Path(path), embed=self.runtime.embed)
+        if self._wake is not None:
+            self._wake.set()  # imported pending jobs
+        return result
+
+    def backup(self, path: Path | str, *, overwrite: bool = False) -> dict:
+        """Copy the live store to ``path`` with SQLite's online backup (safe while serving)."""
+        return admin.backup(self.store, Path(path), overwrite=overwrite)
+
+    # -- watched folders (edgemem.daemon.watcher) -------------------------------------------------------
+    @property
+    def watcher(self) -> Watcher:
+        if self._watcher is None:
+            self._watcher = Watcher(self.store, self._on_watch_change, self.settings)
+        return self._watcher
+
+    def _on_watch_change(self, change: Change) -> None:
+        # Runs on the watcher's thread: raw turns + note jobs in one transaction, then wake the worker.
+        apply_change(self.store, change, max_bytes=self.settings.max_file_bytes)
+        if self._wake is not None:
+            self._wake.set()
+
+    def start_watching(self, wake: threading.Event | None = None) -> None:
+        """Start the folder watcher (the daemon does, at startup); ``wake`` nudges the write-path worker."""
+        self._wake = wake
+        self.watcher.start()
+
+    def stop_watching(self, timeout: float = 5.0) -> bool:
+        """Stop the folder watcher; False if it outlived ``timeout``."""
+        return self._watcher.stop(timeout) if self._watcher is not None else True
+
+    def watch_add(self, path: Path | str) -> dict:
+        """Watch a folder; without a running watcher (--local) its files are ingested now instead."""
+        result = self.watcher.add(path)
+        if not self.watcher.running and accept.iter_text_files(Path(result["path"])):
+            result["ingested"] = self.ingest(result["path"], process=True)
+        return result
+
+    def watch_remove(self, path: Path | str) -> dict:
+        """Stop watching a folder (what was ingested from it stays)."""
+        return self.watcher.remove(path)
+
+    def watch_list(self) -> list[dict]:
+        """Watched folders with their state: watching, missing, idle (no daemon), error."""
+        return self.watcher.list()
+
     def process(self, limit: int | None = None) -> int:
         """Run queued write-path jobs in this process (the daemon runs them in its worker thread)."""
         return self.worker.drain(limit)
@@ -108,14 +180,58 @@ class Engine:
         return sorted({n for r in raw_ids for n in notes.by_raw(conn, r)})
 
     # -- read path ----------------------------------------------------------------------------------
-    def ask(self, question: str, *, session: str | None = None, on_token: Any = None) -> Answer:
+    @property
+    def router(self) -> Any:
+        """The MemFlow router, built on first use (its labelled examples are embedded once)."""
+        if self._router is None:
+            from edgemem.recall.router import Router
+
+            self._router = Router(self.runtime.embed, self.runtime.interactive)
+        return self._router
+
+    def ask(self, question: str, *, session: str | None = None, on_token: Any = None, on_reset: Any = None,
+            system: str = "edgemem") -> Answer:
+        """Answer from memory through the MemFlow read path (``system="flat"``: the flat-RAG baseline)."""
         question = accept.check_text(question, self.settings.max_text_bytes, "question")
         query_id = uuid.uuid4().hex[:12]
-        text, used, trace = flat_answer(self.store.conn, self.runtime.interactive, self.runtime.embed, question, on_token=on_token)
-        trace["system"] = "flat"
+        conn = self.store.conn
+        if system == "flat":
+            text, used, trace = flat_answer(conn, self.runtime.interactive, self.runtime.embed, question, on_token=on_token)
+            trace["system"] = "flat"
+            used_ids = [n.id for n in used]
+        else:
+            if on_reset is None and on_token is not None:
+                # A streamed answer the validator rejected is already on the user's screen: say so
+                # before the retry streams, rather than silently appending a second answer.
+                def on_reset() -> None:
+                    on_token(RETRY_NOTICE)
+            recent = self._recent_turns(session)
+            outcome = pipeline.run(conn, question, llm=self.runtime.interactive, embed=self.runtime.embed,
+                                   router=self.router, recent=recent, on_token=on_token, on_reset=on_reset)
+            text, trace, used_ids = outcome.text, outcome.trace, outcome.note_ids
+            used = notes.get_many(conn, used_ids)
         with self.store.transaction() as conn:
-            traces.insert(conn, query_id, question, text, route_tag=None, route_layer=None, tier=None, data=trace)
+            traces.insert(conn, query_id, question, text, route_tag=trace.get("route_tag"),
+                          route_layer=trace.get("route_layer"), tier=trace.get("tier"), data=trace)
         return Answer(query_id, question, text, used, trace)
+
+    def retrieve(self, question: str) -> Answer:
+        """Route, retrieve and pack without generating (evaluation's --retrieval-only); no model call."""
+        from edgemem.recall.router import Router
+
+        if self._quiet_router is None:
+            self._quiet_router = Router(self.runtime.embed, None)
+        outcome = pipeline.run(self.store.conn, question, llm=self.runtime.tokenizer, embed=self.runtime.embed,
+                               router=self._quiet_router, retrieval_only=True)
+        return Answer("", question, "", notes.get_many(self.store.conn, outcome.note_ids), outcome.trace)
+
+    def _recent_turns(self, session: str | None) -> list[str]:
+        if not session:
+            return []
+        source = raw_store.get_source(self.store.conn, "conversation", session)
+        if source is None:
+            return []
+        return [t.text for t in raw_store.recent_turns(self.store.conn, source.id, pipeline.ACTIVE_TURNS)]
 
     def chat(self, message: str, *, session: str, on_token: Any = None) -> Answer:
         """One chat turn: answer it, then keep the user's words as a conversation turn of ``session``.
@@ -168,6 +284,7 @@ class Engine:
         }
 
     def close(self) -> None:
+        self.stop_watching()
         self.runtime.close()
         self.store.close()
 
@@ -176,3 +293,4 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+

@@ -376,6 +376,7 @@ class Server:
         self.engine.runtime.start_loading()
         self._worker = threading.Thread(target=self._run_worker, name="edgemem-worker", daemon=True)
         self._worker.start()
+        self.engine.start_watching(self._wake)
         self.started = True
         log.info("edgemem %s serving %s on %s (pid %d)", __version__, self.settings.database,
                  self._socket_path or "an inherited socket", os.getpid())
@@ -407,6 +408,7 @@ class Server:
             await self._server.wait_closed()
         # 3. the worker finishes the job it holds (its transaction commits or never happened), and
         #    calls of cancelled requests run out (an ingest past the deadline keeps what it committed)
+        await loop.run_in_executor(None, self.engine.stop_watching, 2.0)
         self._stop.set()
         self._wake.set()
         pools = [p for p in (self._model_pool, self._store_pool) if p is not None]

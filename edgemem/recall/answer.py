@@ -45,8 +45,21 @@ def messages_for(tag: str, question: str, context: str) -> list[dict[str, str]]:
     ]
 
 
+_HELD = ("TOOL", ESCALATE)  # reply openings the user must not see: tool syntax, the escalation signal
+
+
+def _is_held(text: str) -> bool:
+    head = text.lstrip(" >*`_-").upper()
+    return any(head.startswith(h) for h in _HELD)
+
+
+def _may_become_held(text: str) -> bool:
+    head = text.lstrip(" >*`_-").upper()
+    return any(h.startswith(head) for h in _HELD)
+
+
 class _ToolLineFilter:
-    """Forwards streamed text until a line starting with TOOL: appears, then holds the rest back."""
+    """Forwards streamed text until a TOOL: line or ESCALATE_REQUIRED appears, then holds the rest back."""
 
     def __init__(self, sink: Callable[[str], None] | None) -> None:
         self.sink = sink
@@ -59,19 +72,21 @@ class _ToolLineFilter:
         self.pending += piece
         lines = self.pending.split("\n")
         for line in lines[:-1]:
-            if line.lstrip(" >*`_-").upper().startswith("TOOL"):
+            if _is_held(line):
                 self.blocked = True
                 return
             self.sink(line + "\n")
         self.pending = lines[-1]
-        head = self.pending.lstrip(" >*`_-").upper()
-        if head.startswith("TOOL") or "TOOL".startswith(head):
-            return  # might be a tool line: wait for more
+        if _is_held(self.pending):
+            self.blocked = True
+            return
+        if _may_become_held(self.pending):
+            return  # might be a tool line or the escalation signal: wait for more
         self.sink(self.pending)
         self.pending = ""
 
     def flush(self) -> None:
-        if self.sink is not None and not self.blocked and self.pending:
+        if self.sink is not None and not self.blocked and self.pending and not _is_held(self.pending):
             self.sink(self.pending)
         self.pending = ""
 

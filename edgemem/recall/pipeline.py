@@ -65,6 +65,19 @@ def run(
     on_reset: Callable[[], None] | None = None,
     retrieval_only: bool = False,
 ) -> Outcome:
+    shown = {"any": False}  # has the user seen tokens since the last reset?
+    sink = on_token
+
+    def stream(piece: str) -> None:
+        shown["any"] = True
+        sink(piece)
+
+    def reset() -> None:
+        if shown["any"] and on_reset is not None:
+            on_reset()
+        shown["any"] = False
+
+    on_token = stream if sink is not None else None
     trace: dict[str, Any] = {"system": "edgemem", "stages": {}}
     stages = trace["stages"]
     start = time.perf_counter()
@@ -122,17 +135,15 @@ def run(
         if attempt == 0:
             tag = ESCALATION[tag]
             trace["escalated_to"] = tag
-            if on_reset and drafted is not None:
-                on_reset()
+            reset()
 
     trace.update(verdict="abstain", escalated=True, final_tag=tag)
     trace["pipeline_tokens"] = _pipeline_tokens(stages)
     trace["total_ms"] = _ms(start)
-    if on_reset:
-        on_reset()
+    reset()
     if on_token:
         on_token(ABSTAIN)
-    return Outcome(ABSTAIN, trace["used"], trace)
+    return Outcome(ABSTAIN, [], trace)  # an abstention cites nothing; the trace keeps what was seen
 
 
 def _ms(since: float) -> float:

@@ -224,3 +224,19 @@ def _formatter(llama: Any, chat_format: str | None) -> tuple[Any, str]:
     if named is None:
         raise ModelError("the model file has no chat template and its manifest names no known chat_format (chatml, llama-3, gemma, qwen)")
     return named, chat_format
+
+
+class LlamaTokenizer:
+    """Only the model's tokenizer (llama.cpp ``vocab_only``): exact token counts without the weights."""
+
+    def __init__(self, path: Path, n_ctx: int) -> None:
+        from llama_cpp import Llama
+
+        self._llama = Llama(model_path=str(path), vocab_only=True, verbose=False)
+        self.n_ctx = n_ctx
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def close(self) -> None:
+        self._llama.close()

@@ -24,6 +24,7 @@ class Runtime:
         self.settings = settings
         self._llm = llm
         self._embedder = embedder
+        self._tokenizer: Any = None
         self._lock = threading.Lock()
         self._embed_lock = threading.Lock()  # loading the embedder must not wait for the model
         self._llm_sched = Scheduler("llm")
@@ -78,6 +79,19 @@ class Runtime:
     def background(self) -> Lane:
         return self.lane(BACKGROUND)
 
+    @property
+    def tokenizer(self) -> Any:
+        """Exact token counting: the loaded model, or just its vocabulary when it is not loaded."""
+        if self._llm is not None:
+            return self._llm
+        if self._tokenizer is None:
+            from edgemem.runtime.llm import LlamaTokenizer
+
+            path, manifest = models.model_file(self.settings)
+            n_ctx = min(self.settings.n_ctx, manifest.context_length) if manifest else self.settings.n_ctx
+            self._tokenizer = LlamaTokenizer(path, n_ctx)
+        return self._tokenizer
+
     # -- embedder --------------------------------------------------------------------------------
     @property
     def embedder(self) -> Any:
@@ -114,6 +128,8 @@ class Runtime:
         # Never close the model under a call still running on its worker (llama.cpp would crash).
         if self._llm is not None and not self._llm_sched.alive():
             self._llm.close()
+        if self._tokenizer is not None:
+            self._tokenizer.close()
 
 
 class _Deferred:

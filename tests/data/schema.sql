@@ -220,6 +220,11 @@ CREATE TABLE traces (
     tier       INTEGER,
     data       TEXT NOT NULL DEFAULT '{}'
 );
+-- table watches
+CREATE TABLE watches (
+    path     TEXT PRIMARY KEY,
+    added_at TEXT NOT NULL
+);
 -- trigger raw_turns_append_only
 CREATE TRIGGER raw_turns_append_only BEFORE UPDATE ON raw_turns
 BEGIN
