@@ -164,3 +164,16 @@ def upsert(conn: Any, key: str, value: str, *, valid_from: str, note_id: int) ->
     if pred is None and succ is None:
         return Upserted("new", fact_id)
     return Upserted("historical" if succ is not None else "superseded", fact_id, pred)
+
+
+def heal(conn: Any, key: str) -> None:
+    """Re-derive a key's validity chain from its rows (each valid until the next one's ``valid_from``).
+
+    For callers that delete profile rows (forget): when the current value goes, the value it
+    superseded becomes current again instead of the key being left with no current value.
+    """
+    rows = history(conn, key)
+    for row, nxt in zip(rows, [*rows[1:], None], strict=True):
+        valid_to = nxt.valid_from if nxt is not None else None
+        if row.valid_to != valid_to:
+            conn.execute("UPDATE profile SET valid_to = ? WHERE id = ?", (valid_to, row.id))

@@ -1,0 +1,224 @@
+"""MemFlow Tier-1 profile compilation (MemFlow §3.1 "Tier 1 (Profile Lookup)", Appendix B.1 tags).
+
+MemFlow pre-compiles stable preferences and identity facts into a structured profile during
+ingestion, so that profile-injection queries need no retrieval; DESIGN adds behavioural rules
+("never book meetings before 10am"). Cascade (DESIGN Principle 2), per note:
+
+1. **Cue filter** (rules): a first-person preference / identity / rule pattern (:data:`CUES`) must
+   match, or the note is skipped with no model call. Through the worker on LoCoMo dev, 29 of 419
+   (conv-26) and 13 of 369 (conv-30) turns match: 0.035-0.07 calls per turn; with the gate's
+   0.04-0.05 this step's share of the 0.3 calls-per-turn write budget stays near 0.1.
+2. **Model**: one schema-constrained call extracts at most 3 facts (kind, attribute key, value). The
+   subject's existing keys are in the prompt so an update reuses its key and supersedes.
+3. **Validation** in code: a slug key, a short value, and a value grounded in the note (one of its
+   content words, or a prefix of one, occurs in the note); an ungrounded fact is dropped and counted.
+4. **Fallback**: no model, an invalid reply (SchemaError) or a prompt too long changes nothing in the
+   profile (counted as ``profile_fallback``); the note itself is always stored by the other steps.
+
+Subjects and keys follow :mod:`edgemem.store.profile` (``caroline/identity/relationship_status``;
+a note without a speaker is about ``user``). ``valid_from`` is the note's event time, so a newer
+statement supersedes an older one by when it was said, not by when it was processed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from edgemem import prompts
+from edgemem.errors import ContextTooLong, SchemaError
+from edgemem.ingest.keywords import STOPWORDS, tokens
+from edgemem.ingest.notes import NoteDraft
+from edgemem.ingest.worker import WriteContext, insert_note
+from edgemem.store import ops
+from edgemem.store import profile as store
+
+log = logging.getLogger(__name__)
+
+MAX_FACTS = 3
+MAX_VALUE_CHARS = 120
+MAX_PROMPT_KEYS = 30
+TEXT_CHARS = 800
+
+def _any(*words: str) -> str:
+    return "(?:" + "|".join(words) + ")"
+
+
+# "I love it / that / how you ..." is small talk about the other person, not a preference.
+_NOT_AN_OBJECT = r"(?!" + _any("it", "that", "this", "these", "those", "how", "what", "when", "where", "the way", "you",
+                                "your", "yours", "to hear", "hearing", "seeing", "'em") + r"\b)"
+_I_AM = r"\bI(?:'m| am)"
+_LIKE = _any("love", "like", "prefer", "enjoy", "adore", "hate", "dislike", "detest", "can't stand", "cannot stand")
+_STATUS = _any("single", "married", "engaged", "divorced", "widowed", "pregnant", "retired", "vegan", "vegetarian",
+               "transgender", "trans", "gay", "lesbian", "bisexual", "queer", "christian", "muslim", "jewish", "hindu",
+               "buddhist", "atheist", "a student", "a teacher", r"an? (?:artist|engineer|nurse|doctor|developer|designer|writer)",
+               r"an? (?:counsel+or|parent|mom|dad|mother|father|single parent)")
+_RELATIVE = _any("wife", "husband", "partner", "boyfriend", "girlfriend", "fianc[ée]e?", "son", "daughter", "kids",
+                 "children", "mom", "mother", "dad", "father", "parents", "brother", "sister", "dog", "cat", "pets?")
+_SPOUSE = _any("husband", "wife", "partner", "boyfriend", "girlfriend", "fianc[ée]e?")
+_HAVE = _any("kids", "children", "sons?", "daughters?", "dogs?", "cats?", "pets?", "brothers?", "sisters?", "siblings",
+             "husband", "wife", "partner", "boyfriend", "girlfriend")
+_ERRAND = _any("book", "schedule", "call", "email", "text", "message", "send", "remind", "wake", "plan", "set up", "put",
+               "add", "order", "suggest", "recommend")
+_HABIT = _any("eat", "drink", "work", "fly", "drive", "take", "book", "schedule", "go", "sleep", "wake", "travel", "pay", "buy")
+
+
+def _cue(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.I)
+
+
+CUES: dict[str, list[re.Pattern[str]]] = {
+    "preference": [
+        _cue(rf"\bI (?:really |absolutely |just |also |totally |truly |still )?{_LIKE} {_NOT_AN_OBJECT}"),
+        _cue(r"\bmy (?:all-time |absolute |personal )?fav(?:ou?rite)?s?\b"),
+        _cue(rf"{_I_AM}? (?:a (?:big |huge )?fan of|really into|into|obsessed with|passionate about|allergic to)\b"),
+        _cue(r"\bI(?:'d| would) rather\b|\b(?:my|a) love (?:of|for)\b|\bI(?:'ve| have)? always (?:loved|liked|enjoyed|hated)\b"),
+        _cue(r"\bI (?:started|took up|picked up|got into) \w+ing\b"),
+    ],
+    "identity": [
+        _cue(r"\bmy name is\b|\bcall me\b"),
+        _cue(rf"\bI (?:work|worked) (?:as|at|for|in)\b|{_I_AM} (?:working|employed) (?:as|at)\b"),
+        _cue(rf"\bI (?:live|lived|grew up|was born|was raised) (?:in|on)\b|{_I_AM} from\b|\bI (?:just |recently )?moved (?:to|from|here)\b"),
+        _cue(rf"{_I_AM} (?:now |still |currently )?{_STATUS}\b"),
+        _cue(rf"\bmy {_RELATIVE}(?:'s name)? (?:is|are|was|were|named|called)\b|\bmy (?:home country|hometown)\b|\bmy {_SPOUSE}\b"),
+        _cue(rf"\bI have (?:a |an |\d+ |two |three |four |five )?{_HAVE}\b"),
+        _cue(rf"{_I_AM} \d{{1,3}}(?: years old)?\b|\bI (?:got|just got) (?:married|divorced|engaged)\b|\bI broke up\b"),
+        _cue(r"\bas an? (?:single|trans(?:gender)?|gay|queer|new|first-time) \w+"),
+    ],
+    "rule": [
+        _cue(rf"\b(?:always|never|don't ever|do not ever|don't|do not)\s+{_ERRAND}\b"),
+        _cue(rf"\bI (?:always|never|usually|only) {_HABIT}\b"),
+        _cue(r"\b(?:please )?(?:remind me (?:to|about)|keep in mind that)\b"),
+    ],
+}
+
+
+def cues(text: str) -> list[str]:
+    """Kinds whose first-person cue patterns match ``text`` (empty: no model call needed)."""
+    return [kind for kind, patterns in CUES.items() if any(p.search(text) for p in patterns)]
+
+
+@dataclass(frozen=True)
+class Fact:
+    key: str
+    value: str
+    kind: str
+
+
+def schema() -> dict:
+    return {
+        "type": "object",
+        "properties": {
+            "facts": {
+                "type": "array",
+                "maxItems": MAX_FACTS,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "kind": {"type": "string", "enum": list(store.KINDS)},
+                        # The patterns bound the lengths inside the grammar too (it ignores maxLength).
+                        "key": {"type": "string", "minLength": 1, "maxLength": 48, "pattern": "^[a-z][a-z0-9_]{0,47}$"},
+                        "value": {"type": "string", "minLength": 1, "maxLength": MAX_VALUE_CHARS,
+                                  "pattern": f"^[^\"\\\\]{{1,{MAX_VALUE_CHARS}}}$"},
+                    },
+                    "required": ["kind", "key", "value"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["facts"],
+        "additionalProperties": False,
+    }
+
+
+def messages(subject: str, speaker: str | None, draft: NoteDraft, keys: list[str]) -> list[dict[str, str]]:
+    name = speaker or "the user"
+    text = draft.content if len(draft.content) <= TEXT_CHARS else draft.content[:TEXT_CHARS].rstrip() + " …"
+    day = datetime.fromisoformat(draft.event_time).strftime("%-d %B %Y")
+    return [
+        {"role": "system", "content": prompts.render("profile")},
+        {"role": "user", "content": prompts.render("profile_user", subject=name, keys=", ".join(keys) or "(none)", day=day, text=text)},
+    ]
+
+
+def _content_words(text: str) -> set[str]:
+    return {t for t in tokens(text.replace("_", " ")) if len(t) >= 3 and t not in STOPWORDS}
+
+
+def grounded(fact_value: str, attribute: str, text: str) -> bool:
+    """Some content word of the value (or key) occurs in the note, allowing inflections by a 4-letter prefix."""
+    have = _content_words(text)
+    stems = {w[:4] for w in have}
+    wanted = _content_words(fact_value) | _content_words(attribute)
+    return any(w in have or w[:4] in stems for w in wanted)
+
+
+def facts_from_reply(value: dict, subject: str, text: str, on_drop: Callable[[str], None] = lambda reason: None) -> list[Fact]:
+    """Validated facts of a schema-valid reply; a fact failing the checks is dropped (``on_drop(reason)``)."""
+    out: dict[str, Fact] = {}
+    for item in value["facts"]:
+        attribute = store.slug(item["key"].rsplit("/", 1)[-1])
+        fact_value = " ".join(item["value"].split())
+        if not attribute or not fact_value:
+            on_drop("malformed")
+            continue
+        if not grounded(fact_value, attribute, text):
+            on_drop("ungrounded")
+            continue
+        key = store.make_key(subject, item["kind"], attribute)
+        out.setdefault(key, Fact(key, fact_value, item["kind"]))
+    return list(out.values())
+
+
+@dataclass
+class ProfilePlan:
+    facts: list[Fact] = field(default_factory=list)
+    layer: str = "cue"  # "cue" (no cue: skipped) | "model" | "fallback"
+    valid_from: str = ""
+    ctx: WriteContext | None = None
+
+    def apply(self, conn: Any, draft: NoteDraft, note_id: int | None) -> int | None:
+        if not self.facts:
+            return note_id
+        if note_id is None:  # no earlier step inserted the note: the profile needs its id as source
+            note_id = insert_note(conn, draft)
+        for fact in self.facts:
+            done = store.upsert(conn, fact.key, fact.value, valid_from=self.valid_from, note_id=note_id)
+            if self.ctx is not None:
+                self.ctx.count(f"profile_{done.action}")
+            if done.action != "same":
+                prev = done.previous
+                ops.record(conn, "profile", note_id,
+                           {"key": prev.key, "value": prev.value, "valid_from": prev.valid_from} if prev else None,
+                           {"key": fact.key, "value": fact.value, "valid_from": self.valid_from, "action": done.action})
+        return note_id
+
+
+class ProfileStep:
+    """Compile profile facts from a note; runs after the gate so the facts cite the stored note."""
+
+    name = "profile"
+
+    def plan(self, ctx: WriteContext, draft: NoteDraft) -> ProfilePlan:
+        if not cues(draft.content):
+            ctx.count("profile_skipped")
+            return ProfilePlan(ctx=ctx)
+        if ctx.llm is None:
+            ctx.count("profile_fallback")
+            return ProfilePlan(layer="fallback", ctx=ctx)
+        subject = store.subject_of(draft.speaker)
+        current = sorted(store.current(ctx.store.conn, subject), key=lambda f: f.valid_from, reverse=True)
+        keys = ["/".join(store.split_key(f.key)[1:]) for f in current[:MAX_PROMPT_KEYS]]
+        ctx.count("model_calls_profile")
+        try:
+            reply = ctx.llm.complete_json(messages(subject, draft.speaker, draft, keys), schema(), max_tokens=40 + 40 * MAX_FACTS)
+        except (SchemaError, ContextTooLong) as exc:
+            log.info("profile reply unusable (%s); profile unchanged", type(exc).__name__)
+            ctx.count("profile_fallback")
+            return ProfilePlan(layer="fallback", ctx=ctx)
+        facts = facts_from_reply(reply.value, subject, draft.content, on_drop=lambda why: ctx.count(f"profile_dropped_{why}"))
+        return ProfilePlan(facts, "model", draft.event_time, ctx)
