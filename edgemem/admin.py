@@ -345,7 +345,7 @@ def restore(database: Path, source: Path) -> dict:
         if fh.read(16) != _SQLITE_MAGIC:
             raise StoreError(f"{source} is not a SQLite database; nothing was restored")
     database.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with _daemon_lock(database):
+    with daemon_lock(database):
         try:
             src = connect_driver(source)
         except DatabaseError as exc:
@@ -374,7 +374,7 @@ def restore(database: Path, source: Path) -> dict:
 
 
 @contextlib.contextmanager
-def _daemon_lock(database: Path) -> Iterator[None]:
+def daemon_lock(database: Path) -> Iterator[None]:
     """Hold the daemon's lock for the restore; refuse if a daemon already holds it."""
     path = lock_path(database)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)

@@ -174,9 +174,18 @@ def quickstart(ctx: typer.Context) -> None:
     """Set up, remember one fact, and ask the default model a question about it."""
     from edgemem.daemon.protocol import answer_result
 
+    import dataclasses
+
+    from edgemem.engine import Engine
+
     c = _ctx(ctx)
     _setup(c)
-    with _engine(c) as engine:
+    # The demonstration runs on a scratch store beside the real one, so your memory stays yours.
+    s = c.settings()
+    demo = dataclasses.replace(s, db_path=s.data_dir / "quickstart.db")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{demo.database}{suffix}").unlink(missing_ok=True)
+    with Engine.open(demo) as engine:
         typer.echo(f"remember: {QUICKSTART_FACT}")
         engine.remember(QUICKSTART_FACT, process=True)
         typer.echo(f"ask: {QUICKSTART_QUESTION}")
@@ -635,6 +644,42 @@ def service_status(ctx: typer.Context) -> None:
 
     c = _ctx(ctx)
     _print(c, service.status(c.settings()), lambda r: json.dumps(r, indent=2, default=str))
+
+
+@app.command("import-chat")
+def import_chat(
+    ctx: typer.Context,
+    path: Path = typer.Argument(..., help="A chat export: generic chat JSON or LoCoMo's format."),
+    fmt: str = typer.Option("auto", "--format", help="auto, chat or locomo."),
+) -> None:
+    """Import conversations from a chat JSON file (one source per session; re-import is safe)."""
+    c = _ctx(ctx)
+    with _engine(c) as engine:
+        result = engine.import_chat(path.expanduser(), fmt=fmt, process=True)
+    _print(c, result, lambda r: json.dumps(r, indent=2, default=str))
+
+
+@app.command()
+def rebuild(
+    ctx: typer.Context,
+    embeddings: bool = typer.Option(False, "--embeddings", help="Accept a store built with another embedder and re-embed everything."),
+) -> None:
+    """Recompute notes, links, clusters, topics and the profile from the raw record (stop the daemon first)."""
+    from edgemem import admin
+    from edgemem.engine import Engine
+
+    c = _ctx(ctx)
+    s = c.settings()
+    with admin.daemon_lock(s.database), Engine.open(s, new_embedder=embeddings) as engine:
+        result = engine.rebuild()
+    _print(c, result, lambda r: f"rebuilt {r['notes']} notes from {r['raw_turns']} raw turns")
+
+
+from edgemem.eval.cli import bench as _bench  # noqa: E402 - registered here to keep `edgemem --help` in one place
+from edgemem.eval.cli import eval_app  # noqa: E402
+
+app.add_typer(eval_app, name="eval")
+app.command("bench")(_bench)
 
 
 @app.command()

@@ -171,6 +171,18 @@ class Engine:
         """Watched folders with their state: watching, missing, idle (no daemon), error."""
         return self.watcher.list()
 
+    def import_chat(self, path: Path | str, *, fmt: str = "auto", process: bool = False) -> dict:
+        """Import a chat export (generic chat JSON or LoCoMo) as conversation sessions."""
+        from edgemem.ingest import importers
+
+        report = importers.import_path(self.store, Path(path), max_file_bytes=self.settings.max_file_bytes,
+                                       max_text_bytes=self.settings.max_text_bytes, fmt=fmt)
+        if self._wake is not None:
+            self._wake.set()
+        if process:
+            self.process()
+        return report.as_dict()
+
     def process(self, limit: int | None = None) -> int:
         """Run queued write-path jobs in this process (the daemon runs them in its worker thread)."""
         return self.worker.drain(limit)

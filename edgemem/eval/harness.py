@@ -338,27 +338,17 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 def raw_ids_of(conn: Any, items: Sequence[Any]) -> list[int]:
     """Raw turn ids behind retrieved items, in rank order, each once.
 
-    Items may be notes (``source_turns``), read-path evidence (``note_id``) or bare note ids.
+    Items may be notes (``source_turns``), read-path evidence (``note_id``) or bare note ids; an id
+    of 0 or below (a computed fact) has no turn behind it.
     """
     out: dict[int, None] = {}
-    pending_notes: list[int] = []
-
-    def flush() -> None:
-        for note in notes_store.get_many(conn, pending_notes):
-            out.update(dict.fromkeys(note.source_turns))
-        pending_notes.clear()
-
     for item in items:
         turns = _get(item, "source_turns")
-        if turns is not None:
-            flush()
-            out.update(dict.fromkeys(int(t) for t in turns))
-            continue
-        note_id = item if isinstance(item, int) else _get(item, "note_id", _get(item, "id"))
-        if isinstance(note_id, int) and note_id > 0:
-            pending_notes.append(note_id)
-            flush()  # keep rank order across notes
-    flush()
+        if turns is None:
+            note_id = item if isinstance(item, int) else _get(item, "note_id", _get(item, "id"))
+            note = notes_store.get(conn, note_id) if isinstance(note_id, int) and note_id > 0 else None
+            turns = note.source_turns if note is not None else []
+        out.update(dict.fromkeys(int(t) for t in turns))
     return list(out)
 
 
@@ -372,7 +362,7 @@ def ext_ids_of(conn: Any, raw_ids: Sequence[int]) -> list[str]:
     return out
 
 
-def _route(trace: dict) -> tuple[str | None, str | None]:
+def route_of(trace: dict) -> tuple[str | None, str | None]:
     tag, layer = trace.get("route_tag"), trace.get("route_layer")
     route = trace.get("route")
     if isinstance(route, dict):
@@ -381,7 +371,7 @@ def _route(trace: dict) -> tuple[str | None, str | None]:
     return tag, layer
 
 
-def _stages(trace: dict) -> dict:
+def stages_of(trace: dict) -> dict:
     """Per-stage tokens and ms: the trace's ``stages`` if it has them, else its *_ms / *_tokens keys."""
     stages = trace.get("stages")
     if isinstance(stages, (dict, list)):
@@ -393,11 +383,11 @@ def _stages(trace: dict) -> dict:
 # -- the edgemem system ---------------------------------------------------------------------------------
 def _call(fn: Callable[..., Any], question: str, now: datetime | None) -> Any:
     """Call ``fn(question)``, passing ``now`` when the read path accepts one."""
+    accepts_now = False
     if now is not None:
         with contextlib.suppress(TypeError, ValueError):  # builtins and C callables have no signature
-            if "now" in inspect.signature(fn).parameters:
-                return fn(question, now=now)
-    return fn(question)
+            accepts_now = "now" in inspect.signature(fn).parameters
+    return fn(question, now=now) if accepts_now else fn(question)
 
 
 class EdgememSystem:
@@ -417,9 +407,8 @@ class EdgememSystem:
     def retrieve(self, question: str, now: datetime | None) -> Outcome:
         if hasattr(self.engine, "retrieve"):
             result = _call(self.engine.retrieve, question, now)
-            items = _get(result, "notes")
-            if items is None:
-                items = _get(result, "evidence", [])
+            items = next((found for name in ("notes", "evidence", "note_ids")
+                          if (found := _get(result, name)) is not None), [])
             trace = dict(_get(result, "trace") or {})
             return Outcome(None, list(items), trace, _int(trace.get("packed_tokens")), _get(result, "query_id"))
         from edgemem.recall.retrieve import hybrid
@@ -499,8 +488,6 @@ def run(
     ``llm`` / ``embedder`` default to the configured model and embedder, loaded once. ``steps``
     overrides the write-path steps (tests); otherwise ``config.steps`` picks them.
     """
-    from edgemem.engine import Engine
-
     if config.system not in SYSTEMS:
         raise BadInput(f"unknown system {config.system!r}; expected one of {', '.join(SYSTEMS)}")
     if config.steps not in STEPS:
@@ -523,10 +510,14 @@ def run(
     embedder = embedder or load_default_embedder(settings)
     write_steps = steps if steps is not None else ([] if config.steps == "none" else None)
 
-    write_json(config.out / "run.json", {
+    run_file = config.out / "run.json"
+    first = json.loads(run_file.read_text(encoding="utf-8")) if config.resume else {}
+    write_json(run_file, {
         "identity": identity, "path": str(config.path), "questions_in_file": len(questions),
         "selected": len(selected), "model": shared.name, "embedder": getattr(embedder, "name", None),
-        "started_at": datetime.now().replace(microsecond=0).isoformat(), "argv": sys.argv[1:],
+        "started_at": first.get("started_at") or datetime.now().replace(microsecond=0).isoformat(),
+        "resumed_at": datetime.now().replace(microsecond=0).isoformat() if config.resume else None,
+        "argv": sys.argv[1:],
     })
     predictions = Predictions(config.out / "predictions.jsonl")
     say = echo or (lambda _m: None)
@@ -541,46 +532,65 @@ def run(
             for conv in conversations:
                 todo = [q for q in conv.questions if q.key in wanted and q.key not in predictions.done]
                 sidecar = config.out / "stores" / f"{safe_name(conv.id)}.json"
-                if not todo:
-                    if sidecar.exists():
-                        ingest_info[conv.id] = json.loads(sidecar.read_text(encoding="utf-8"))
-                    continue
-                store_path = config.out / "stores" / f"{safe_name(conv.id)}.db"
-                conv_settings = dataclasses.replace(settings, db_path=store_path)
-                digest = _sessions_digest(conv.sessions)
-                info = json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.exists() else None
-                if info is None or info.get("digest") != digest or not store_path.exists():
-                    _remove_store(store_path)
-                    info = None
-                engine = Engine.open(conv_settings, llm=shared, embedder=embedder, steps=write_steps)
-                try:
-                    if info is None:
-                        info = _ingest(engine, conv, bar, shared)
-                        info["digest"] = digest
-                        write_json(sidecar, info)
+                if todo:
+                    info, failed = _run_conversation(conv, todo, config, settings, shared, embedder, write_steps,
+                                                     predictions, bar, qtask)
+                    errors += failed
+                    if info["queue"].get("parked"):
+                        say(f"warning: {conv.id}: {info['queue']['parked']} write-path job(s) failed and were parked")
                     ingest_info[conv.id] = info
-                    system = make_system(config.system, engine, shared)
-                    for q in todo:
-                        bar.update(qtask, description=f"questions ({conv.id})")
-                        record = _ask(system, engine, shared, conv, q, config)
-                        errors += 1 if record.get("error") else 0
-                        predictions.append(record)
-                        bar.advance(qtask)
-                finally:
-                    engine.close()
-                if not config.keep_stores:
-                    _remove_store(store_path)
+                elif sidecar.exists():
+                    ingest_info[conv.id] = json.loads(sidecar.read_text(encoding="utf-8"))
     finally:
         predictions.close()
+        model_loaded = shared.loaded
         if llm is None:
             shared.release()
     records = [r for r in read_predictions(config.out / "predictions.jsonl") if r["key"] in wanted]
     summary = build_summary(records, benchmark, config, identity,
-                            extra={"model": shared.name, "embedder": getattr(embedder, "name", None),
+                            extra={"model": shared.name, "model_loaded": model_loaded,
+                                   "embedder": getattr(embedder, "name", None),
                                    "ingest": ingest_info, "errors_this_run": errors,
                                    "seconds_this_run": round(time.perf_counter() - started, 1)})
     write_json(config.out / "summary.json", summary)
     return summary
+
+
+def _run_conversation(conv: Conversation, todo: list[Question], config: RunConfig, settings: Settings,
+                      shared: MeteredLLM, embedder: Any, write_steps: list | None, predictions: Predictions,
+                      bar: Any, qtask: Any) -> tuple[dict, int]:
+    """Ingest one conversation into its store (or reuse the store a killed run finished) and answer
+    its pending questions; returns the ingestion record and how many questions failed."""
+    from edgemem.engine import Engine
+
+    stores = config.out / "stores"
+    sidecar = stores / f"{safe_name(conv.id)}.json"
+    store_path = stores / f"{safe_name(conv.id)}.db"
+    digest = _sessions_digest(conv.sessions)
+    info = json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.exists() else None
+    if info is None or info.get("digest") != digest or not store_path.exists():
+        _remove_store(store_path)  # a half-ingested store from a killed run: start it again
+        info = None
+    failed = 0
+    engine = Engine.open(dataclasses.replace(settings, db_path=store_path), llm=shared, embedder=embedder,
+                         steps=write_steps)
+    try:
+        if info is None:
+            info = _ingest(engine, conv, bar, shared)
+            info["digest"] = digest
+            write_json(sidecar, info)
+        system = make_system(config.system, engine, shared)
+        for q in todo:
+            bar.update(qtask, description=f"questions ({conv.id})")
+            record = _ask(system, engine, shared, conv, q, config)
+            failed += 1 if record.get("error") else 0
+            predictions.append(record)
+            bar.advance(qtask)
+    finally:
+        engine.close()
+    if not config.keep_stores:
+        _remove_store(store_path)
+    return info, failed
 
 
 def build_summary(records: list[dict], benchmark: Benchmark, config: RunConfig, identity: dict,
@@ -627,24 +637,31 @@ def _ask(system: Any, engine: Any, llm: MeteredLLM, conv: Conversation, q: Quest
     latency = (time.perf_counter() - t0) * 1000
     used = llm.usage.since(before)
     conn = engine.store.conn
-    tag, layer = _route(outcome.trace)
+    tag, layer = route_of(outcome.trace)
+    if outcome.context_raw_ids is not None:  # full context: the window, not a ranking
+        retrieved, shown = None, ext_ids_of(conn, outcome.context_raw_ids)
+    else:
+        shown = ext_ids_of(conn, raw_ids_of(conn, outcome.items))
+        ranked = outcome.trace.get("retrieved")
+        ranked_ok = isinstance(ranked, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in ranked)
+        retrieved = ext_ids_of(conn, raw_ids_of(conn, ranked)) if ranked_ok else shown
+    gold = set(q.evidence)
     record.update({
-        "prediction": outcome.text if outcome.text is not None else None,
+        "prediction": outcome.text,
         "route_tag": tag,
         "route_layer": layer,
-        "retrieved_dia_ids": None if outcome.context_raw_ids is not None else ext_ids_of(conn, raw_ids_of(conn, outcome.items)),
+        # Ranked retrieval candidates (recall@k), and the turns the answer model was shown.
+        "retrieved_dia_ids": retrieved,
+        "packed_dia_ids": shown if outcome.context_raw_ids is None else None,
+        "context_turns": len(shown),
+        "evidence_in_context": len(gold & set(shown)) / len(gold) if gold else None,
         "packed_tokens": outcome.packed_tokens,
         "pipeline_tokens": used.prompt_tokens + used.completion_tokens,
         "model_calls": used.calls,
         "model_prefill_ms": round(used.prefill_ms, 1),
         "model_generate_ms": round(used.generate_ms, 1),
         "latency_ms": round(latency, 1),
-        "stages": _stages(outcome.trace),
+        "stages": stages_of(outcome.trace),
         "query_id": outcome.query_id,
     })
-    if outcome.context_raw_ids is not None:
-        in_context = set(ext_ids_of(conn, outcome.context_raw_ids))
-        gold = set(q.evidence)
-        record["context_turns"] = len(outcome.context_raw_ids)
-        record["evidence_in_context"] = len(gold & in_context) / len(gold) if gold else None
     return record

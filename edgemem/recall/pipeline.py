@@ -109,6 +109,10 @@ def run(
                          packed_by_slot=packed.tokens_by_slot)
         trace["used"] = [i for i in packed.items_used if i > 0]
         if retrieval_only:
+            if not packed.items_used and attempt == 0:  # what answering would do: escalate, no model call
+                tag = ESCALATION[tag]
+                trace["escalated_to"] = tag
+                continue
             trace["total_ms"] = _ms(start)
             return Outcome("", trace["used"], trace)
 

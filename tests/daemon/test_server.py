@@ -116,12 +116,17 @@ def test_chat_keeps_user_turns_in_its_session(settings, engine) -> None:
                 await in_thread(lambda: wait_for(lambda: engine.status()["notes"] == 1))
                 writer.write(frame("chat", {"message": "What is my cat called?", "session": session}, "c2"))
                 second, _ = await read_reply(reader, "c2")
-                assert second["result"]["session"] == session and second["result"]["answer"] == ANSWER
+                # MemFlow's active-context check: the session's own recent turn answers, no retrieval.
+                assert second["result"]["session"] == session
+                assert second["result"]["answer"] == "I just adopted a cat called Miso."
+                writer.write(frame("chat", {"message": "Where did I park?", "session": "other"}, "c3"))
+                third, _ = await read_reply(reader, "c3")
+                assert third["result"]["answer"] == ANSWER  # another session: the full pipeline
 
     run(main())
     conn = engine.store.conn
     source = raw_store.get_source(conn, "conversation", engine.store.conn.execute(
-        "SELECT uri FROM sources WHERE kind = 'conversation'").fetchone()[0])
+        "SELECT uri FROM sources WHERE kind = 'conversation' ORDER BY id").fetchone()[0])
     turns = raw_store.turns_of_source(conn, source.id)
     assert [(t.speaker, t.text) for t in turns] == [("user", "I just adopted a cat called Miso."), ("user", "What is my cat called?")]
 
