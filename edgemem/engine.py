@@ -19,6 +19,7 @@ from edgemem.config import Settings
 from edgemem.daemon.watcher import Change, Watcher, apply_change
 from edgemem.errors import BadInput, NotFound
 from edgemem.ingest import raw as accept
+from edgemem.ingest import steps as write_steps
 from edgemem.ingest.worker import Worker, WriteStep
 from edgemem.recall import pipeline
 from edgemem.recall.basic import Answer, flat_answer
@@ -32,13 +33,6 @@ log = logging.getLogger(__name__)
 RETRY_NOTICE = "\n(not supported by your notes; looking further)\n"
 
 
-def default_steps() -> list[WriteStep]:
-    """The organising steps of the write path, in order (DESIGN "Write path" 3-7)."""
-    try:
-        from edgemem.ingest.steps import default_steps as steps
-    except ImportError:  # the walking skeleton: notes only
-        return []
-    return steps()
 
 
 class Engine:
@@ -46,7 +40,9 @@ class Engine:
         self.settings = settings
         self.store = store
         self.runtime = runtime
-        self.worker = Worker(store, runtime.background, runtime.embed, default_steps() if steps is None else steps)
+        self.worker = Worker(store, runtime.background, runtime.embed, write_steps.default_steps() if steps is None else steps)
+        # Job kinds the steps enqueue (cluster init/profile/split, topics); harmless with steps=[].
+        self.worker.handlers.update(write_steps.extra_handlers())
         self._router: Any = None
         self._quiet_router: Any = None
         self._watcher: Watcher | None = None
@@ -105,6 +101,8 @@ class Engine:
             for turn in raw_store.iter_turns(conn):
                 jobs.enqueue(conn, accept.NOTE_JOB, {"raw_id": turn.id})
                 turns += 1
+            if self.worker.steps:
+                jobs.enqueue(conn, "topics", {}, priority=11)  # one topic rebuild after the notes
         processed = self.process()
         return {"raw_turns": turns, "jobs": processed, "notes": notes.count_active(self.store.conn)}
 

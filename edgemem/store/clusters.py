@@ -88,7 +88,8 @@ def centroid(conn: Any, cluster_id: int) -> np.ndarray | None:
 
 
 def centroids(conn: Any) -> dict[int, np.ndarray]:
-    return {r[0]: np.frombuffer(r[1], dtype=np.float32).copy() for r in conn.execute("SELECT cluster_id, centroid FROM cluster_vec")}
+    rows = conn.execute("SELECT cluster_id, centroid FROM cluster_vec")
+    return {r[0]: np.frombuffer(r[1], dtype=np.float32).copy() for r in rows}
 
 
 def set_centroid(conn: Any, cluster_id: int, vector: Sequence[float] | np.ndarray) -> None:
@@ -101,10 +102,11 @@ def nearest(conn: Any, vector: Sequence[float] | np.ndarray, k: int) -> list[tup
     if k <= 0:
         return []
     rows = conn.execute(
-        "SELECT cluster_id, distance FROM cluster_vec WHERE centroid MATCH ? AND k = ? ORDER BY distance, cluster_id",
+        "SELECT cluster_id, distance FROM cluster_vec WHERE centroid MATCH ? AND k = ? ORDER BY distance",
         (blob(vector), k),
     )
-    return [(r[0], 1.0 - float(r[1])) for r in rows]
+    found = [(r[0], 1.0 - float(r[1])) for r in rows]
+    return sorted(found, key=lambda t: (-t[1], t[0]))  # ties broken by id: routing is deterministic
 
 
 # -- membership -----------------------------------------------------------------------------------
@@ -148,17 +150,14 @@ def add_note(conn: Any, cluster_id: int, note_id: int, vector: Sequence[float] |
     return cluster
 
 
-def refresh(conn: Any, cluster_id: int, centroid_vector: Sequence[float] | np.ndarray | None, *, changes: int | None = None) -> int:
+def refresh(conn: Any, cluster_id: int, centroid_vector: Sequence[float] | np.ndarray | None = None) -> int:
     """Set size from the active members (and the centroid when given); returns the size."""
     size = conn.execute(
         "SELECT count(*) FROM notes WHERE cluster_id = ? AND status = 'active'", (cluster_id,)
     ).fetchone()[0]
     if centroid_vector is not None:
         set_centroid(conn, cluster_id, centroid_vector)
-    if changes is None:
-        conn.execute("UPDATE clusters SET size = ?, updated_at = ? WHERE id = ?", (size, now(), cluster_id))
-    else:
-        conn.execute("UPDATE clusters SET size = ?, changes = ?, updated_at = ? WHERE id = ?", (size, changes, now(), cluster_id))
+    conn.execute("UPDATE clusters SET size = ?, updated_at = ? WHERE id = ?", (size, now(), cluster_id))
     return size
 
 

@@ -531,12 +531,11 @@ def test_interactive_answers_do_not_wait_for_the_background_backlog(settings, em
                     for i in range(8):
                         await in_thread(c.call, "remember", {"text": f"background fact number {i}"})
                     await in_thread(lambda: wait_for(lambda: "background" in order))
-                    started = time.monotonic()
                     r = await in_thread(c.call, "ask", {"question": "flowers?"})
-                    took = time.monotonic() - started
                     pending = (await in_thread(c.call, "status"))["queue"].get("pending", 0)
                 assert r["answer"] == ANSWER
-                assert took < 2.0, f"the answer waited {took:.2f}s"  # about one background call, not the 3.2 s backlog
+                # Order, not wall time (timed tests lie on a shared machine): the answer's model calls ran
+                # while the backlog was still queued, right after the one background call in progress.
                 assert pending >= 3  # the backlog was still there when the answer came
                 assert order.index("answer") <= 2
 
