@@ -189,7 +189,10 @@ def quickstart(ctx: typer.Context) -> None:
         typer.echo(f"remember: {QUICKSTART_FACT}")
         engine.remember(QUICKSTART_FACT, process=True)
         typer.echo(f"ask: {QUICKSTART_QUESTION}")
-        typer.echo(_answer_text(answer_result(engine.ask(QUICKSTART_QUESTION))))
+        answer = engine.ask(QUICKSTART_QUESTION)
+        typer.echo(_answer_text(answer_result(answer)))
+    if not answer.notes:  # the main path is broken if the model cannot answer from what it was just told
+        raise EdgememError("quickstart: the answer did not come from the remembered note; see `edgemem why` above")
 
 
 # -- memory -----------------------------------------------------------------------------------------
