@@ -59,8 +59,9 @@ def test_quickstart_runs_and_cites_the_fact(tmp_path: Path) -> None:
         [sys.executable, "-m", "edgemem", "--model", "smollm2-135m", "quickstart"],
         env=env, capture_output=True, text=True, timeout=600,
     )
-    assert proc.returncode == 0, proc.stderr
     out = proc.stdout
+    # The 135M model may fail the grounding check: quickstart then says so and exits 1.
+    assert proc.returncode == 0 or (proc.returncode == 1 and "did not come from the remembered note" in proc.stderr), proc.stderr
     assert "remember: My sister Ana's birthday" in out and "ask: What flowers" in out
     # The 135M model is too weak to be judged on its answer (CI runs the README command on the default
     # model); here: the whole path ran and left a trace that `why` can show.

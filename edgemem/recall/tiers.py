@@ -23,7 +23,7 @@ from edgemem.ingest.keywords import extract_entities, extract_keywords
 from edgemem.recall import preprocess
 from edgemem.recall.evidence import Evidence, terms
 from edgemem.recall.retrieve import Hit, hybrid, multi_path, rrf
-from edgemem.store import links, notes
+from edgemem.store import links, notes, search
 from edgemem.store import profile as profile_store
 
 TIER = {
@@ -37,6 +37,8 @@ TIER = {
 }
 TOP_K = {"base": 8, "tier2": 20, "tier3": 20, "broad": 80}  # Table 5
 ENTITY_PASSES = 3
+ENTITY_WEIGHT = 0.5  # a secondary pass refines the primary one; it should not outvote it
+COMMON_ANCHOR = 0.2
 PROFILE_ID_BASE = 1_000_000  # profile facts appear with negative ids below -PROFILE_ID_BASE
 
 
@@ -76,13 +78,26 @@ def to_evidence(conn: Any, hits: list[Hit]) -> list[Evidence]:
     return out
 
 
+def _anchors(conn: Any, question: str) -> list[str]:
+    """Entities and noun phrases worth a pass of their own (A.2's lightweight parser).
+
+    An anchor found in more than COMMON_ANCHOR of the notes is skipped: in a two-person conversation
+    a speaker's name matches half the record, and a pass on it only dilutes the primary pass."""
+    candidates = list(dict.fromkeys(extract_entities(question) + extract_keywords(question, limit=3)))
+    total = max(notes.count_active(conn), 1)
+    kept = [a for a in candidates if search.doc_frequency(conn, a) <= COMMON_ANCHOR * total]
+    return kept[:ENTITY_PASSES]
+
+
 def _tier2(conn: Any, question: str, embed: Callable, vector: np.ndarray) -> tuple[list[Hit], dict]:
-    anchors = list(dict.fromkeys(extract_entities(question) + extract_keywords(question, limit=3)))[:ENTITY_PASSES]
+    anchors = _anchors(conn, question)
     ranked = {"primary": [h.note_id for h in hybrid(conn, question, vector, TOP_K["tier2"])]}
+    weights = {"primary": 1.0}
     if anchors:
         for anchor, avec in zip(anchors, embed(anchors), strict=True):
             ranked[f"entity:{anchor}"] = [h.note_id for h in hybrid(conn, anchor, avec, TOP_K["base"])]
-    return rrf(ranked)[: TOP_K["tier2"]], {"anchors": anchors}
+            weights[f"entity:{anchor}"] = ENTITY_WEIGHT
+    return rrf(ranked, weights=weights)[: TOP_K["tier2"]], {"anchors": anchors}
 
 
 def _tier3(conn: Any, tag: str, question: str, embed: Callable, vector: np.ndarray, llm: Any | None) -> tuple[list[Hit], dict]:

@@ -153,7 +153,9 @@ def assemble(manifest: Manifest, dest: Path, progress: Progress | None = None) -
     parts = _part_files(manifest)
     total = sum(p.stat().st_size for p in parts)
     dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    partial = dest.with_name(dest.name + ".partial")
+    # Per-process partial file: two processes assembling at once (a daemon and a CLI command) each
+    # write their own and the last atomic rename wins with identical, verified bytes.
+    partial = dest.with_name(f"{dest.name}.{os.getpid()}.partial")
     digest = hashlib.sha256()
     done = 0
     fd = os.open(partial, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)

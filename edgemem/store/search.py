@@ -14,7 +14,8 @@ _AVGDL: dict[tuple[str, int], float] = {}
 
 def doc_frequency(conn: Any, word: str) -> int:
     """Active notes whose FTS5 row matches ``word`` (FTS applies the same porter stemming)."""
-    return conn.execute("SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", (f'"{word}"',)).fetchone()[0]
+    phrase = word.replace('"', '""')  # FTS5 string literal: a double quote is doubled
+    return conn.execute("SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", (f'"{phrase}"',)).fetchone()[0]
 
 
 def average_words(conn: Any) -> float:
