@@ -28,6 +28,8 @@ from typing import Any
 from nltk.stem import PorterStemmer
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
+from edgemem.recall.router import TAGS
+
 # LoCoMo's integer categories, named as in the dataset README and Mem0's tables. MemFlow's
 # Table 9 uses other names for the same groups (by their sizes, 282 / 841 / 96: it calls
 # category 1 "single-hop", category 4 "multi-hop" and category 3 "preference"); we key everything
@@ -40,18 +42,8 @@ LOCOMO_CATEGORY_NAMES: dict[int, str] = {
     5: "adversarial",
 }
 
-# MemFlow's seven action tags (section 3.1, Appendix B.1).
-ROUTE_TAGS: frozenset[str] = frozenset(
-    {
-        "profile-injection",
-        "targeted-extraction",
-        "temporal-reasoning",
-        "conflict-resolution",
-        "broad-summarization",
-        "constraint-validation",
-        "state-tracking",
-    }
-)
+# MemFlow's seven action tags (section 3.1, Appendix B.1): the router owns the list.
+ROUTE_TAGS: frozenset[str] = frozenset(TAGS)
 
 # Acceptable router tags per LoCoMo category. MemFlow reports router_correct on LoCoMo (88.6%,
 # Table 8) but not the mapping behind it, so this is our reading of its tag definitions

@@ -15,10 +15,6 @@ from edgemem import prompts
 from edgemem.recall import tools
 from edgemem.recall.evidence import Evidence
 
-TAGS = (
-    "profile-injection", "targeted-extraction", "temporal-reasoning", "conflict-resolution",
-    "broad-summarization", "constraint-validation", "state-tracking",
-)
 ESCALATE = "ESCALATE_REQUIRED"
 ANSWER_TOKENS = 160
 
