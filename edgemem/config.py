@@ -39,6 +39,7 @@ class Settings:
     n_ctx: int = 8192
     n_threads: int = 0
     n_gpu_layers: int = 0
+    prompt_cache_mb: int = 512  # RAM for cached prompt-prefix states (0 = off)
     embed_model: str = "all-MiniLM-L6-v2"
     embed_threads: int = 0
 

@@ -6,8 +6,9 @@
   raises :class:`ContextTooLong` before the model is called (Principle 5).
 - Structured replies use llama.cpp's JSON-schema grammar and are validated again in Python
   (Principle 3); a reply that does not validate raises :class:`SchemaError` for the caller's fallback.
-- Consecutive prompts sharing a prefix reuse the KV cache: llama-cpp-python keeps the evaluated tokens
-  and only evaluates the new suffix, which is why static prompt parts always come first.
+- Prompts sharing a prefix reuse the KV cache: llama-cpp-python keeps the evaluated tokens of the last
+  call, and with ``cache_bytes`` a RAM cache of earlier prefix states serves interleaved prompt kinds;
+  this is why static prompt parts always come first.
 - One ``Llama`` serves one call at a time: calls are serialised by a lock (and by the scheduler).
 """
 
@@ -79,6 +80,7 @@ class LlamaCppLLM:
         n_gpu_layers: int = 0,
         chat_format: str | None = None,
         seed: int = 0,
+        cache_bytes: int = 0,
     ) -> None:
         try:
             from llama_cpp import Llama
@@ -101,6 +103,13 @@ class LlamaCppLLM:
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"cannot load {path}: {exc}") from None
         self.n_ctx = self._llama.n_ctx()
+        if cache_bytes > 0:
+            # Prompt-prefix states kept in RAM: router, gate, profile, cluster and answer prompts each
+            # start with a static system prompt, and interleaved calls would otherwise re-evaluate it
+            # every time (llama-cpp-python only reuses the prefix of the immediately previous call).
+            from llama_cpp import LlamaRAMCache
+
+            self._llama.set_cache(LlamaRAMCache(capacity_bytes=cache_bytes))
         self._lock = threading.Lock()
         self._grammars: dict[str, Any] = {}
         self._formatter, self.template_source = _formatter(self._llama, chat_format)

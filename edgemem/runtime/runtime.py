@@ -51,6 +51,7 @@ class Runtime:
                     n_threads=self.settings.threads,
                     n_gpu_layers=self.settings.n_gpu_layers,
                     chat_format=manifest.chat_format if manifest else None,
+                    cache_bytes=self.settings.prompt_cache_mb << 20,
                 )
             except ModelError as exc:
                 self.llm_state, self.llm_error = "failed", str(exc)

@@ -61,3 +61,17 @@ def test_replies_are_validated_even_under_a_grammar() -> None:
     with pytest.raises(SchemaError):
         parse_json("not json", SCHEMA)
     assert parse_json('{"mood": "sad", "score": 3, "tags": ["x"]}', SCHEMA)["mood"] == "sad"
+
+
+def test_prompt_cache_gives_the_same_replies(small_llm) -> None:
+    """A RAM cache of prefix states must change speed only: interleaved prompts answer identically."""
+    from edgemem.runtime.llm import LlamaCppLLM
+
+    a = [{"role": "system", "content": "You sort memories into topics."}, {"role": "user", "content": "Topic of: I planted basil."}]
+    b = [{"role": "system", "content": "You extract dates."}, {"role": "user", "content": "Date of: we met on 7 May 2023."}]
+    plain = [small_llm.complete(m, max_tokens=12).text for m in (a, b, a, b)]
+    cached = LlamaCppLLM(small_llm.path, n_ctx=2048, n_threads=2, cache_bytes=256 << 20)
+    try:
+        assert [cached.complete(m, max_tokens=12).text for m in (a, b, a, b)] == plain
+    finally:
+        cached.close()
