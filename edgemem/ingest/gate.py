@@ -140,6 +140,26 @@ class Candidate:
     similarity: float
 
 
+# A fact that changes is usually said in other words than the fact it replaces ("I quit my job at the
+# bakery" vs "I work at a bakery": cosine ~0.6), so the similarity floor alone never shows the pair
+# to the model. Notes with state-change wording get a second, deterministic chance: same speaker,
+# a shared keyword, similarity above CHANGE_FLOOR. On conv-26 this adds a few calls, not one per turn.
+CHANGE_FLOOR = 0.55
+CHANGE_CUE = re.compile(
+    r"\b(?:no longer|any ?more|changed|switched|moved (?:to|into|out|back)|quit|stopped|gave up|new job|"
+    r"instead|used to|broke up|got (?:married|engaged|divorced)|promoted|left (?:my|the|her|his)|"
+    r"not .{0,20} any ?more|now (?:i|we|she|he|it)'?\w* )\b",
+    re.IGNORECASE,
+)
+
+
+def change_candidates(draft: NoteDraft, found: list[Candidate]) -> list[Candidate]:
+    """Below-floor neighbours that a state-change note may update: same speaker, a shared keyword."""
+    mine = set(draft.keywords)
+    return [c for c in found if c.similarity >= CHANGE_FLOOR and (c.note.speaker or "") == (draft.speaker or "")
+            and mine & set(c.note.keywords)]
+
+
 def neighbourhood(conn: Any, draft: NoteDraft, *, k: int = NEIGHBOURHOOD) -> list[Candidate]:
     """Dense ∪ sparse neighbours of the draft, each with its cosine similarity, most similar first."""
     vector = np.asarray(draft.embedding, dtype=np.float32)
@@ -312,6 +332,10 @@ class GateStep:
         conn = ctx.store.conn
         found = neighbourhood(conn, draft)
         close = [c for c in found if c.similarity >= self.floor][: self.max_candidates]
+        if not close and CHANGE_CUE.search(draft.content):
+            close = change_candidates(draft, found)[: self.max_candidates]
+            if close:
+                ctx.count("gate_change_cue")
         sims = {c.note.id: c.similarity for c in close}
         if not close:  # most notes: nothing close enough to be worth a model call
             ctx.count("gate_skipped")

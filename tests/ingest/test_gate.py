@@ -310,3 +310,25 @@ def test_gate_prompt_gives_schema_valid_replies_on_a_real_model(tmp_path, embedd
         assert sum(counters.get(f"gate_{a}", 0) for a in ("merge", "link", "append")) == 3
     finally:
         s.close()
+
+
+def test_a_change_below_the_floor_still_reaches_the_model_and_supersedes(store, embedder):
+    """A changed fact is said in other words (cosine well under the floor); change wording + the same
+    speaker + a shared keyword give it a model check, and the newer statement supersedes."""
+    llm = scripted(scored((0.2, 0.6), relation="CONFLICTS"))
+    counters = feed(store, llm, [
+        ("Ana", "I work at the bakery on Main Street, early shifts every day.", DAY1),
+        ("Ana", "I quit my job at the bakery, I'm teaching pottery instead.", DAY2),
+    ], embed=embedder.embed, floor=0.86)
+    assert counters["gate_change_cue"] == 1 and len(gate_calls(llm)) == 1
+    old, new = active(store)
+    assert links.current(store.conn, [old.id]) == {old.id: new.id}
+
+
+def test_change_wording_without_a_shared_subject_asks_nothing(store, embedder):
+    llm = scripted()
+    counters = feed(store, llm, [
+        ("Ana", "The weather was lovely at the lake.", DAY1),
+        ("Ana", "I stopped drinking coffee after lunch.", DAY2),
+    ], embed=embedder.embed, floor=0.86)
+    assert "gate_change_cue" not in counters and not gate_calls(llm)

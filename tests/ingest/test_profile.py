@@ -263,3 +263,18 @@ def test_profile_prompt_gives_schema_valid_replies_on_a_real_model(tmp_path, sma
             assert fact.subject in ("caroline", "user") and fact.kind in store_profile.KINDS
     finally:
         s.close()
+
+
+def test_generic_attribute_names_do_not_supersede_each_other() -> None:
+    """The 1.5B model often names the attribute after the kind; such facts must sit side by side."""
+    from edgemem.ingest.profile import facts_from_reply
+
+    text = "I'm from Sweden, I love reading books and I'm single now."
+    reply = {"facts": [
+        {"kind": "identity", "key": "identity", "value": "from Sweden"},
+        {"kind": "preference", "key": "preference", "value": "loves reading books"},
+        {"kind": "identity", "key": "relationship_status", "value": "single"},
+    ]}
+    keys = [f.key for f in facts_from_reply(reply, "caroline", text)]
+    assert keys == ["caroline/identity/sweden", "caroline/preference/loves_reading_books",
+                    "caroline/identity/relationship_status"]
