@@ -373,6 +373,17 @@ def restore(database: Path, source: Path) -> dict:
     return {"restored": str(database), "from": str(source), "previous": str(previous) if previous else None, **counts}
 
 
+def daemon_running(database: Path) -> bool:
+    """True while a daemon holds the store's lock."""
+    if not lock_path(database).exists():  # a daemon creates it before serving
+        return False
+    try:
+        with daemon_lock(database):
+            return False
+    except StoreError:
+        return True
+
+
 @contextlib.contextmanager
 def daemon_lock(database: Path) -> Iterator[None]:
     """Hold the daemon's lock for the restore; refuse if a daemon already holds it."""

@@ -656,9 +656,14 @@ def import_chat(
     fmt: str = typer.Option("auto", "--format", help="auto, chat or locomo."),
 ) -> None:
     """Import conversations from a chat JSON file (one source per session; re-import is safe)."""
+    from edgemem import admin
+
     c = _ctx(ctx)
+    # With a daemon serving this store its worker organises the new turns (it polls the queue);
+    # without one, they are organised here before the command returns.
+    serving = admin.daemon_running(c.settings().database)
     with _engine(c) as engine:
-        result = engine.import_chat(path.expanduser(), fmt=fmt, process=True)
+        result = engine.import_chat(path.expanduser(), fmt=fmt, process=not serving)
     _print(c, result, lambda r: json.dumps(r, indent=2, default=str))
 
 
