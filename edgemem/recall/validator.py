@@ -56,9 +56,40 @@ def overlap(answer: str, context: str) -> float:
     return len(words & ctx) / len(words)
 
 
+_POSSESSIVE = re.compile(r"\b([A-Z][a-z]+)'s\s+([a-z]{3,})\b")
+_LINE_SPEAKER = re.compile(r"^\((?:[^,()]*,\s*)?([^,()]+)\)\s")
+
+
+def wrong_owner(question: str, answer: str, context: str) -> bool:
+    """True when every context line holding the answer gives the asked-about thing to someone else.
+
+    LoCoMo's adversarial questions swap the speaker ("What country is Melanie's grandma from?" when
+    only Caroline spoke of "my grandma"); a short answer would pass unchecked (B.3 stage 2). The
+    packed lines start "(date, speaker)", so "my grandma" in a line spoken by Caroline belongs to
+    Caroline. Only an explicit first-person owner who is not the one asked about counts against the
+    answer; a line that does not say whose it is never does."""
+    asked = _POSSESSIVE.search(question)
+    words = {t for t in tokens(answer) if t not in STOPWORDS and len(t) > 2}
+    if not asked or not words:
+        return False
+    owner, thing = asked.group(1), asked.group(2)[:4]  # a prefix: "favorite" / "favourite"
+    holding = [line for line in context.splitlines() if words & set(tokens(line))]
+    if not holding:
+        return False
+    for line in holding:
+        said_by = _LINE_SPEAKER.match(line)
+        speaker = said_by.group(1).strip() if said_by else None
+        mine = re.search(rf"\b(?:my|our)\s+(?:\w+\s+)?{re.escape(thing)}", line, re.IGNORECASE)
+        if not mine or speaker is None or speaker == owner:
+            return False  # this line does not give the thing to someone else
+    return True
+
+
 def validate(question: str, answer: str, context: str, llm: Any | None) -> Verdict:
     if is_hard_failure(answer):
         return Verdict(False, "hard_failure")
+    if wrong_owner(question, answer, context):
+        return Verdict(False, "wrong_owner")
     if is_short(answer):
         return Verdict(True, "short_answer")
     if llm is not None:

@@ -1,0 +1,42 @@
+"""Validator cascade (MemFlow B.3) with its LoCoMo-specific owner check; scripted judge only."""
+
+from __future__ import annotations
+
+from edgemem.recall.validator import OVERLAP_TAU, overlap, validate, wrong_owner
+from edgemem.runtime.fake import ScriptedLLM
+
+CONTEXT = (
+    "(13 September 2023, Caroline) Thanks, Melanie! This necklace is a gift from my grandma in my home country, Sweden.\n"
+    "(8 May 2023, Melanie) I ran a charity race for mental health last Saturday [6 May 2023]."
+)
+
+
+def test_hard_failures_escalate_without_a_model_call() -> None:
+    llm = ScriptedLLM()
+    for answer in ("", "ESCALATE_REQUIRED", "The context does not mention her grandmother.", "I don't know."):
+        assert validate("Q?", answer, CONTEXT, llm).stage == "hard_failure"
+    assert not llm.calls
+
+
+def test_an_answer_about_someone_elses_thing_is_rejected() -> None:
+    verdict = validate("What country is Melanie's grandma from?", "Sweden", CONTEXT, None)
+    assert (verdict.grounded, verdict.stage) == (False, "wrong_owner")
+    assert validate("What country is Caroline's grandma from?", "Sweden", CONTEXT, None).grounded
+    assert not wrong_owner("Where did Melanie run?", "a charity race", CONTEXT)
+
+
+def test_short_answers_pass_and_long_ones_go_to_the_judge() -> None:
+    assert validate("When did Melanie run the race?", "6 May 2023", CONTEXT, None).stage == "short_answer"
+    llm = ScriptedLLM(['"no"'])
+    long = "Melanie ran a charity race for mental health on the Saturday before 8 May 2023."
+    verdict = validate("What did Melanie do?", long, CONTEXT, llm)
+    assert (verdict.grounded, verdict.stage) == (False, "judge") and llm.calls[0].max_tokens == 8
+
+
+def test_overlap_fallback_when_the_judge_fails() -> None:
+    long = "Melanie ran a charity race for mental health on the Saturday before the conversation."
+    verdict = validate("What did Melanie do?", long, CONTEXT, ScriptedLLM(["maybe?"]))
+    assert verdict.stage == "overlap" and verdict.grounded and verdict.score >= OVERLAP_TAU
+    unrelated = "She collects antique clocks and repairs vintage motorcycles every winter weekend."
+    assert overlap(unrelated, CONTEXT) < OVERLAP_TAU
+    assert not validate("What does Melanie collect?", unrelated, CONTEXT, None).grounded
