@@ -102,7 +102,8 @@ def _fact(row: Any) -> ProfileFact:
 
 
 def _same(a: str, b: str) -> bool:
-    return " ".join(a.casefold().split()) == " ".join(b.casefold().split())
+    # The model sometimes echoes the key as the value ("loves_flowers" for "loves flowers").
+    return " ".join(a.replace("_", " ").casefold().split()) == " ".join(b.replace("_", " ").casefold().split())
 
 
 def history(conn: Any, key: str) -> list[ProfileFact]:
