@@ -22,7 +22,7 @@ from edgemem.ingest import raw as accept
 from edgemem.ingest import steps as write_steps
 from edgemem.ingest.worker import Worker, WriteStep
 from edgemem.recall import pipeline
-from edgemem.recall.basic import Answer, flat_answer
+from edgemem.recall.basic import Answer
 from edgemem.runtime.runtime import Runtime
 from edgemem.store import jobs, notes, stats, traces
 from edgemem.store import raw as raw_store
@@ -199,27 +199,21 @@ class Engine:
             self._router = Router(self.runtime.embed, self.runtime.interactive)
         return self._router
 
-    def ask(self, question: str, *, session: str | None = None, on_token: Any = None, on_reset: Any = None,
-            system: str = "edgemem") -> Answer:
-        """Answer from memory through the MemFlow read path (``system="flat"``: the flat-RAG baseline)."""
+    def ask(self, question: str, *, session: str | None = None, on_token: Any = None, on_reset: Any = None) -> Answer:
+        """Answer from memory through the MemFlow read path (the flat-RAG baseline lives in eval.baselines)."""
         question = accept.check_text(question, self.settings.max_text_bytes, "question")
         query_id = uuid.uuid4().hex[:12]
         conn = self.store.conn
-        if system == "flat":
-            text, used, trace = flat_answer(conn, self.runtime.interactive, self.runtime.embed, question, on_token=on_token)
-            trace["system"] = "flat"
-            used_ids = [n.id for n in used]
-        else:
-            if on_reset is None and on_token is not None:
-                # A streamed answer the validator rejected is already on the user's screen: say so
-                # before the retry streams, rather than silently appending a second answer.
-                def on_reset() -> None:
-                    on_token(RETRY_NOTICE)
-            recent = self._recent_turns(session)
-            outcome = pipeline.run(conn, question, llm=self.runtime.interactive, embed=self.runtime.embed,
-                                   router=self.router, recent=recent, on_token=on_token, on_reset=on_reset)
-            text, trace, used_ids = outcome.text, outcome.trace, outcome.note_ids
-            used = notes.get_many(conn, used_ids)
+        if on_reset is None and on_token is not None:
+            # A streamed answer the validator rejected is already on the user's screen: say so
+            # before the retry streams, rather than silently appending a second answer.
+            def on_reset() -> None:
+                on_token(RETRY_NOTICE)
+        outcome = pipeline.run(conn, question, llm=self.runtime.interactive, embed=self.runtime.embed,
+                               router=self.router, recent=self._recent_turns(session), on_token=on_token,
+                               on_reset=on_reset)
+        text, trace = outcome.text, outcome.trace
+        used = notes.get_many(conn, outcome.note_ids)
         with self.store.transaction() as conn:
             traces.insert(conn, query_id, question, text, route_tag=trace.get("route_tag"),
                           route_layer=trace.get("route_layer"), tier=trace.get("tier"), data=trace)

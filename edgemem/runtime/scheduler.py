@@ -11,7 +11,7 @@ import itertools
 import logging
 import queue
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -93,8 +93,3 @@ class Lane:
 
             return scheduled
         return getattr(self._model, name)
-
-
-def run_all(scheduler: Scheduler, calls: Sequence[Callable[[], T]], priority: int = BACKGROUND) -> list[T]:
-    futures = [scheduler.submit(c, priority=priority) for c in calls]
-    return [f.result() for f in futures]

@@ -64,7 +64,3 @@ def counts(conn: Any) -> dict[str, int]:
 def parked(conn: Any) -> list[dict]:
     rows = conn.execute("SELECT id, kind, attempts, last_error, updated_at FROM jobs WHERE status = 'parked' ORDER BY id")
     return [dict(r) for r in rows]
-
-
-def prune_done(conn: Any) -> None:
-    conn.execute("DELETE FROM jobs WHERE status = 'done'")

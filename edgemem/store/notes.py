@@ -165,10 +165,6 @@ def mark_merged(conn: Any, note_id: int, into: int) -> None:
     conn.execute("DELETE FROM note_vec WHERE note_id = ?", (note_id,))
 
 
-def set_cluster(conn: Any, note_id: int, cluster_id: int | None) -> None:
-    conn.execute("UPDATE notes SET cluster_id = ? WHERE id = ?", (cluster_id, note_id))
-
-
 def delete(conn: Any, note_id: int) -> None:
     """Hard delete (forget): index rows first, then the row; links and memberships cascade."""
     conn.execute("DELETE FROM notes_fts WHERE rowid = ?", (note_id,))
