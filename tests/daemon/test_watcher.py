@@ -243,7 +243,10 @@ def test_bad_requests_and_a_failing_callback(rig: Rig, folder: Path, tmp_path: P
     good = folder / "good.md"
     good.write_text("This one still gets through.")
     wait_until(rig.outcome_for(good, "added"))
-    assert rig.watcher.failures == 1 and rig.watcher.running
+    # bad.md may arrive as one event or two (create, then modify) depending on timing: every one
+    # of its calls fails and is counted, and the watcher keeps serving the other files.
+    bad_calls = sum(1 for c in calls if c.path.name == "bad.md")
+    assert 1 <= rig.watcher.failures <= bad_calls and rig.watcher.running
 
 
 def test_the_loop_returns_when_its_stop_event_is_set(rig: Rig, folder: Path) -> None:
