@@ -222,15 +222,10 @@ class MeteredLLM:
 
 
 def load_default_llm(settings: Settings) -> Any:
-    """The configured model, built as ``Runtime`` builds it (manifest, context, threads, GPU layers)."""
-    from edgemem.runtime import models
-    from edgemem.runtime.llm import LlamaCppLLM
+    """The configured model, built exactly as the daemon builds it (prompt cache included)."""
+    from edgemem.runtime.runtime import build_llm
 
-    path, manifest = models.model_file(settings)
-    n_ctx = min(settings.n_ctx, manifest.context_length) if manifest else settings.n_ctx
-    return LlamaCppLLM(path, name=manifest.name if manifest else path.stem, n_ctx=n_ctx,
-                       n_threads=settings.threads, n_gpu_layers=settings.n_gpu_layers,
-                       chat_format=manifest.chat_format if manifest else None)
+    return build_llm(settings)
 
 
 def load_default_embedder(settings: Settings) -> Any:

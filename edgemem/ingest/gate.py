@@ -26,6 +26,13 @@ Cascade (DESIGN Principle 2), per new note:
    same event time stays CONFLICTS (nothing says which is current); nothing above threshold appends.
 6. **Fallback**: no model, an invalid reply (SchemaError) or a prompt too long appends the note as
    it is, with no links; counted as ``gate_fallback``.
+7. **Updates by rule** (:mod:`edgemem.ingest.updates`, no model call): a note that states a change
+   ("I applied to the agencies", "I quit my job") supersedes the earlier notes of its speaker that it
+   updates ("researching adoption agencies", "I work at the bakery"). A change is usually said in
+   other words than the fact it replaces (cosine ~0.6, far under the floor), so steps 2-5 rarely see
+   the pair, and the 1.5B default model did not call a single one of conv-26's 22 gate pairs a
+   conflict; an earlier version sent change-worded notes below the floor to the scoring call and got
+   6 model calls and 6 RELATED links on conv-26. Counted as ``gate_supersede_rule``.
 
 Merge policy (MemFly's merge "preserves distinct information from both units"; here without a
 second model call): the surviving note is the existing one, so its id, links and cluster stay
@@ -49,6 +56,8 @@ import numpy as np
 
 from edgemem import prompts
 from edgemem.errors import ContextTooLong, SchemaError
+from edgemem.ingest import updates
+from edgemem.ingest.keywords import tokens
 from edgemem.ingest.notes import NoteDraft
 from edgemem.ingest.worker import WriteContext, insert_note
 from edgemem.store import links, notes, ops
@@ -66,6 +75,8 @@ NOTE_CHARS = 600
 MAX_MERGED_CHARS = 1500
 MAX_CONTEXT_CHARS = 400
 MAX_KEYWORDS = 20
+MAX_SUPERSEDED = 2  # earlier notes one note may supersede by rule
+SUPERSEDE_SEARCH = 20  # notes fetched by the changed thing's words
 RELATIONS = ("SUPPORTS", "CONFLICTS", "RELATED")
 GRID = [round(i / 10, 1) for i in range(11)]
 
@@ -93,6 +104,7 @@ class PlannedLink:
     kind: str
     strength: float
     outgoing: bool = True  # True: src = the new note (or its merge survivor); False: src = ``other``
+    by: str | None = None  # the cascade layer that made it, when not the plan's own ("rule")
 
 
 @dataclass(frozen=True)
@@ -140,26 +152,6 @@ class Candidate:
     similarity: float
 
 
-# A fact that changes is usually said in other words than the fact it replaces ("I quit my job at the
-# bakery" vs "I work at a bakery": cosine ~0.6), so the similarity floor alone never shows the pair
-# to the model. Notes with state-change wording get a second, deterministic chance: same speaker,
-# a shared keyword, similarity above CHANGE_FLOOR. On conv-26 this adds a few calls, not one per turn.
-CHANGE_FLOOR = 0.55
-CHANGE_CUE = re.compile(
-    r"\b(?:no longer|any ?more|changed|switched|moved (?:to|into|out|back)|quit|stopped|gave up|new job|"
-    r"instead|used to|broke up|got (?:married|engaged|divorced)|promoted|left (?:my|the|her|his)|"
-    r"not .{0,20} any ?more|now (?:i|we|she|he|it)'?\w* )\b",
-    re.IGNORECASE,
-)
-
-
-def change_candidates(draft: NoteDraft, found: list[Candidate]) -> list[Candidate]:
-    """Below-floor neighbours that a state-change note may update: same speaker, a shared keyword."""
-    mine = set(draft.keywords)
-    return [c for c in found if c.similarity >= CHANGE_FLOOR and (c.note.speaker or "") == (draft.speaker or "")
-            and mine & set(c.note.keywords)]
-
-
 def neighbourhood(conn: Any, draft: NoteDraft, *, k: int = NEIGHBOURHOOD) -> list[Candidate]:
     """Dense ∪ sparse neighbours of the draft, each with its cosine similarity, most similar first."""
     vector = np.asarray(draft.embedding, dtype=np.float32)
@@ -170,6 +162,32 @@ def neighbourhood(conn: Any, draft: NoteDraft, *, k: int = NEIGHBOURHOOD) -> lis
     found = {n.id: n for n in notes.get_many(conn, list(sims)) if n.status == "active"}
     out = [Candidate(found[i], s) for i, s in sims.items() if i in found]
     return sorted(out, key=lambda c: (-c.similarity, c.note.id))
+
+
+def outdated(conn: Any, draft: NoteDraft, found: list[Candidate], *, skip: int | None = None) -> list[int]:
+    """Earlier notes of the draft's speaker that the draft supersedes by the rules of :mod:`updates`.
+
+    Looked for only when the draft states a change (a few notes in a hundred): among its neighbours
+    and the notes sharing the changed thing's words, said on an earlier day. A note already
+    superseded is left alone (the chain reaches it), at most ``MAX_SUPERSEDED`` newest first.
+    """
+    names = frozenset(tokens(draft.speaker or ""))
+    terms = updates.search_terms(draft.content, names)
+    if terms is None:
+        return []
+    ids = {c.note.id for c in found} | {i for i, _ in notes.fts(conn, terms, SUPERSEDE_SEARCH)}
+    day = draft.event_time[:10]
+    earlier = [n for n in notes.get_many(conn, sorted(ids))
+               if n.status == "active" and n.id != skip and (n.speaker or "") == (draft.speaker or "") and n.event_time[:10] < day]
+    out: list[int] = []
+    for note in sorted(earlier, key=lambda n: (n.event_time, n.id), reverse=True):
+        if links.superseded_by(conn, note.id):
+            continue
+        if updates.update_reason(note.content, draft.content, names) is not None:
+            out.append(note.id)
+            if len(out) == MAX_SUPERSEDED:
+                break
+    return out
 
 
 def _norm_words(text: str) -> list[str]:
@@ -302,7 +320,7 @@ class GatePlan:
             src, dst = (note_id, link.other) if link.outgoing else (link.other, note_id)
             if notes.get(conn, link.other) is None:  # forgotten since planning
                 continue
-            if links.add(conn, src, dst, link.kind, strength=link.strength, made_by=f"gate:{self.layer}") is not None:
+            if links.add(conn, src, dst, link.kind, strength=link.strength, made_by=f"gate:{link.by or self.layer}") is not None:
                 ops.record(conn, "supersede" if link.kind == "SUPERSEDES" else "link", src,
                            None, {"src": src, "dst": dst, "kind": link.kind, "strength": link.strength})
 
@@ -332,38 +350,46 @@ class GateStep:
         conn = ctx.store.conn
         found = neighbourhood(conn, draft)
         close = [c for c in found if c.similarity >= self.floor][: self.max_candidates]
-        if not close and CHANGE_CUE.search(draft.content):
-            close = change_candidates(draft, found)[: self.max_candidates]
-            if close:
-                ctx.count("gate_change_cue")
+        plan = self._plan(ctx, draft, found, close)
+        stale = outdated(conn, draft, found, skip=plan.decision.target)
+        if stale:
+            ctx.count("gate_supersede_rule", len(stale))
+            kept = tuple(link for link in plan.decision.links if link.other not in stale)
+            added = tuple(PlannedLink(i, "SUPERSEDES", 1.0, by="rule") for i in stale)
+            action = plan.decision.action if plan.decision.action == "merge" else "link"
+            plan.decision = Decision(action, plan.decision.target, kept + added)
+        return self._done(ctx, plan)
+
+    def _plan(self, ctx: WriteContext, draft: NoteDraft, found: list[Candidate], close: list[Candidate]) -> GatePlan:
+        """Merge / link / append by the cascade of the module docstring (steps 2-6)."""
         sims = {c.note.id: c.similarity for c in close}
         if not close:  # most notes: nothing close enough to be worth a model call
             ctx.count("gate_skipped")
-            return self._done(ctx, GatePlan(Decision("append"), "empty" if not found else "floor", ctx=ctx))
+            return GatePlan(Decision("append"), "empty" if not found else "floor", ctx=ctx)
         by_id = {c.note.id: c.note for c in close}
         repeat = [c.note for c in close if _mergeable(c.note, draft)
                   and _norm_words(c.note.content) == _norm_words(draft.content)]
         if repeat:
             ctx.count("gate_rule")
-            return self._done(ctx, self._merge_plan(ctx, draft, Decision("merge", repeat[0].id), "rule", sims, by_id))
+            return self._merge_plan(ctx, draft, Decision("merge", repeat[0].id), "rule", sims, by_id)
         if ctx.llm is None:
             ctx.count("gate_fallback")
-            return self._done(ctx, GatePlan(Decision("append"), "fallback", sims, ctx=ctx))
+            return GatePlan(Decision("append"), "fallback", sims, ctx=ctx)
         ctx.count("model_calls_gate")
         try:
             scored = score(ctx.llm, draft, [c.note for c in close])
         except (SchemaError, ContextTooLong) as exc:
             log.info("gate reply unusable (%s); appending", type(exc).__name__)
             ctx.count("gate_fallback")
-            return self._done(ctx, GatePlan(Decision("append"), "fallback", sims, ctx=ctx))
+            return GatePlan(Decision("append"), "fallback", sims, ctx=ctx)
         scores = [
             CandidateScore(note_id, red, comp, rel, mergeable=_mergeable(by_id[note_id], draft), newer=_newer(draft, by_id[note_id]))
             for note_id, red, comp, rel in scored
         ]
         decision = decide(scores, tau_merge=self.tau_merge, tau_link=self.tau_link)
         if decision.action == "merge":
-            return self._done(ctx, self._merge_plan(ctx, draft, decision, "model", sims, by_id))
-        return self._done(ctx, GatePlan(decision, "model", sims, ctx=ctx))
+            return self._merge_plan(ctx, draft, decision, "model", sims, by_id)
+        return GatePlan(decision, "model", sims, ctx=ctx)
 
     def _merge_plan(self, ctx: WriteContext, draft: NoteDraft, decision: Decision, layer: str,
                     sims: dict[int, float], by_id: dict[int, Note]) -> GatePlan:

@@ -19,6 +19,23 @@ from edgemem.runtime.scheduler import BACKGROUND, INTERACTIVE, Lane, Scheduler
 log = logging.getLogger(__name__)
 
 
+def build_llm(settings: Settings) -> Any:
+    """The configured GGUF model: its manifest's context and chat format, threads, GPU layers, prompt cache."""
+    from edgemem.runtime.llm import LlamaCppLLM
+
+    path, manifest = models.model_file(settings)
+    n_ctx = min(settings.n_ctx, manifest.context_length) if manifest else settings.n_ctx
+    return LlamaCppLLM(
+        path,
+        name=manifest.name if manifest else path.stem,
+        n_ctx=n_ctx,
+        n_threads=settings.threads,
+        n_gpu_layers=settings.n_gpu_layers,
+        chat_format=manifest.chat_format if manifest else None,
+        cache_bytes=settings.prompt_cache_mb << 20,
+    )
+
+
 class Runtime:
     def __init__(self, settings: Settings, *, llm: Any = None, embedder: Any = None) -> None:
         self.settings = settings
@@ -40,19 +57,7 @@ class Runtime:
                 return self._llm
             self.llm_state = "loading"
             try:
-                from edgemem.runtime.llm import LlamaCppLLM
-
-                path, manifest = models.model_file(self.settings)
-                n_ctx = min(self.settings.n_ctx, manifest.context_length) if manifest else self.settings.n_ctx
-                self._llm = LlamaCppLLM(
-                    path,
-                    name=manifest.name if manifest else path.stem,
-                    n_ctx=n_ctx,
-                    n_threads=self.settings.threads,
-                    n_gpu_layers=self.settings.n_gpu_layers,
-                    chat_format=manifest.chat_format if manifest else None,
-                    cache_bytes=self.settings.prompt_cache_mb << 20,
-                )
+                self._llm = build_llm(self.settings)
             except ModelError as exc:
                 self.llm_state, self.llm_error = "failed", str(exc)
                 raise

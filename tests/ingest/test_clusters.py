@@ -249,11 +249,11 @@ def test_profile_regeneration_is_debounced(store, rng, centres) -> None:
     (c,) = clusters.all_clusters(store.conn)
     assert (c.summary, c.tags, c.profiled_size, c.changes) == ("Stories about one theme.", ["stories", "theme", "memory"], 10, 0)
 
-    feed(store, worker, blob_texts(book, rng, centres[0], "alpha", 4, start=10))
-    assert len(llm.calls) == 1 and clusters.get(store.conn, c.id).changes == 4  # 4 < max(5, 20% of 14)
-    feed(store, worker, blob_texts(book, rng, centres[0], "alpha", 1, start=14))
+    feed(store, worker, blob_texts(book, rng, centres[0], "alpha", 9, start=10))
+    assert len(llm.calls) == 1 and clusters.get(store.conn, c.id).changes == 9  # 9 < max(5, 50% of 19)
+    feed(store, worker, blob_texts(book, rng, centres[0], "alpha", 1, start=19))
     assert len(llm.calls) == 2
-    assert clusters.get(store.conn, c.id).profiled_size == 15
+    assert clusters.get(store.conn, c.id).profiled_size == 20
     kinds = [r[0] for r in store.conn.execute("SELECT kind FROM jobs WHERE kind = 'cluster_profile'")]
     assert len(kinds) == 2
 
@@ -273,7 +273,7 @@ def test_profile_regeneration_is_debounced(store, rng, centres) -> None:
 def test_invalid_profile_reply_keeps_the_old_profile(store, rng, centres, bad) -> None:
     book = VectorBook()
     llm = ScriptedLLM(default=replies())
-    params = ic.ClusterParams(cold_start=10, init_clusters=1)
+    params = ic.ClusterParams(cold_start=10, init_clusters=1, profile_fraction=0.2)  # 5 more notes re-profile
     worker = make_worker(store, llm, book, params)
     feed(store, worker, blob_texts(book, rng, centres[0], "alpha", 10))
     llm.default = replies(profile=bad)
@@ -298,9 +298,9 @@ def test_profile_job_recomputes_the_exact_centroid(store, rng, centres) -> None:
     book = VectorBook()
     params = ic.ClusterParams(cold_start=10, init_clusters=1)
     worker = make_worker(store, None, book, params)
-    feed(store, worker, blob_texts(book, rng, centres[0], "alpha", 10) + blob_texts(book, rng, centres[0], "alpha", 5, start=10))
+    feed(store, worker, blob_texts(book, rng, centres[0], "alpha", 10) + blob_texts(book, rng, centres[0], "alpha", 10, start=10))
     (c,) = clusters.all_clusters(store.conn)
-    assert c.profiled_size == 15
+    assert c.profiled_size == 20
     mean = np.mean(list(notes.vectors(store.conn, clusters.members(store.conn, c.id)).values()), axis=0)
     assert np.allclose(clusters.centroid(store.conn, c.id), unit(mean), atol=1e-5)
 

@@ -312,23 +312,40 @@ def test_gate_prompt_gives_schema_valid_replies_on_a_real_model(tmp_path, embedd
         s.close()
 
 
-def test_a_change_below_the_floor_still_reaches_the_model_and_supersedes(store, embedder):
-    """A changed fact is said in other words (cosine well under the floor); change wording + the same
-    speaker + a shared keyword give it a model check, and the newer statement supersedes."""
-    llm = scripted(scored((0.2, 0.6), relation="CONFLICTS"))
+def test_a_change_below_the_floor_supersedes_by_rule_without_a_model_call(store, embedder):
+    """A changed fact is said in other words (cosine well under the floor): the update rule links it."""
+    llm = scripted()  # any gate call fails the test
     counters = feed(store, llm, [
         ("Ana", "I work at the bakery on Main Street, early shifts every day.", DAY1),
         ("Ana", "I quit my job at the bakery, I'm teaching pottery instead.", DAY2),
     ], embed=embedder.embed, floor=0.86)
-    assert counters["gate_change_cue"] == 1 and len(gate_calls(llm)) == 1
+    assert counters["gate_supersede_rule"] == 1 and not gate_calls(llm)
     old, new = active(store)
     assert links.current(store.conn, [old.id]) == {old.id: new.id}
+    (link,) = links.of_note(store.conn, new.id, ["SUPERSEDES"])
+    assert (link.kind, link.made_by) == ("SUPERSEDES", "gate:rule")
+    assert "supersede" in [o.op for o in ops.of_note(store.conn, new.id)]
 
 
-def test_change_wording_without_a_shared_subject_asks_nothing(store, embedder):
-    llm = scripted()
-    counters = feed(store, llm, [
+def test_a_plan_moving_on_supersedes_step_by_step(store, embedder):
+    """researching -> applied -> passed: each step supersedes the one before, the chain ends at the newest."""
+    counters = feed(store, scripted(), [
+        ("Caroline", "Researching adoption agencies, it's been a dream to have a family.", DAY1),
+        ("Caroline", "I applied to adoption agencies this week! A big decision.", DAY2),
+        ("Caroline", "I passed the adoption agency interviews last Friday!", "2023-10-22T09:55:00"),
+        ("Melanie", "I applied to adoption agencies too, just to see.", "2023-10-23T09:55:00"),
+    ], embed=embedder.embed, floor=0.99)
+    research, applied, passed, other = active(store)
+    assert counters["gate_supersede_rule"] == 2  # passed does not re-link research; Melanie's is her own
+    assert links.current(store.conn, [research.id, applied.id, other.id]) == {
+        research.id: passed.id, applied.id: passed.id, other.id: None}
+
+
+def test_change_wording_about_something_else_links_nothing(store, embedder):
+    counters = feed(store, scripted(), [
         ("Ana", "The weather was lovely at the lake.", DAY1),
-        ("Ana", "I stopped drinking coffee after lunch.", DAY2),
-    ], embed=embedder.embed, floor=0.86)
-    assert "gate_change_cue" not in counters and not gate_calls(llm)
+        ("Ana", "I signed up for a pottery class yesterday.", DAY2),
+        ("Ana", "I finished another pottery project, want to see?", "2023-07-01T10:00:00"),
+    ], embed=embedder.embed, floor=0.99)
+    assert "gate_supersede_rule" not in counters
+    assert links.count(store.conn, "SUPERSEDES") == 0
