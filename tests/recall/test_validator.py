@@ -40,3 +40,27 @@ def test_overlap_fallback_when_the_judge_fails() -> None:
     unrelated = "She collects antique clocks and repairs vintage motorcycles every winter weekend."
     assert overlap(unrelated, CONTEXT) < OVERLAP_TAU
     assert not validate("What does Melanie collect?", unrelated, CONTEXT, None).grounded
+
+
+SHOES = (
+    "(12 July 2023, Melanie) Wow, Caroline! Luna and Oliver are so sweet. Just got some new shoes, too!\n"
+    "(12 July 2023, Caroline) Love that purple color! For walking or running?\n"
+    "(12 July 2023, Melanie) Running! I've been getting into it lately, it boosts my mood."
+)
+
+
+def test_an_answer_said_by_the_other_speaker_is_rejected() -> None:
+    """LoCoMo category 5: the thing was Melanie's; a vocative "Wow, Caroline!" does not make it Caroline's."""
+    assert wrong_owner("What are the new shoes that Caroline got used for?", "new shoes", SHOES)
+    assert validate("Why did Caroline get into running?", "it boosts her mood", SHOES, None).stage == "wrong_owner"
+    # the same answers about the one who said them pass
+    assert not wrong_owner("What are the new shoes that Melanie got used for?", "new shoes", SHOES)
+    assert not wrong_owner("Why did Melanie get into running?", "it boosts her mood", SHOES)
+
+
+def test_owner_rule_stays_silent_when_the_context_cannot_say() -> None:
+    named = SHOES + "\n(13 July 2023, Melanie) I bought Caroline a pair of running shoes as a gift."
+    assert not wrong_owner("What shoes did Caroline get?", "running shoes", named)  # the line names her
+    assert not wrong_owner("What did Caroline and Melanie buy?", "new shoes", SHOES)  # two people asked about
+    assert not wrong_owner("What did Caroline buy?", "a telescope", SHOES)  # no line holds the answer
+    assert not wrong_owner("What did Caroline buy?", "new shoes", "Just got some new shoes, too!")  # no speakers
