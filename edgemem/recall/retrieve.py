@@ -39,6 +39,7 @@ K1, B = 1.5, 0.75
 CLUSTER_K = 3
 CLUSTER_MARGIN = 0.05  # without a model: keep clusters within this cosine of the best one
 LINK_KINDS = ("SUPPORTS", "CONFLICTS", "SUPERSEDES")
+SPEAKER_BOOST = 1.5  # fused-score factor for the notes of the one speaker a question names (measured)
 
 _stem = lru_cache(maxsize=65536)(PorterStemmer().stem)
 _WORD = re.compile(r"[^\W_]+")
@@ -181,6 +182,32 @@ def hybrid(conn: Any, query: str, vector: np.ndarray, k: int, *, depth: int = 50
     """Top-k notes for ``query`` by RRF over dense and BM25 lists of ``depth`` candidates each."""
     fused = rrf({"dense": dense(conn, vector, depth), "bm25": sparse(conn, query, depth)})
     return fused[:k]
+
+
+def prefer_speaker(conn: Any, question: str, hits: list[Hit], k: int) -> tuple[list[Hit], str | None]:
+    """The top ``k`` of ``hits`` after raising the notes said by the one speaker the question names.
+
+    "What did Melanie paint?" is about what Melanie said: in both LoCoMo dev conversations, 250 of
+    the 259 evidence turns of answerable questions naming exactly one speaker were said by that
+    speaker (and 12 of 72 for the adversarial questions, which name the wrong one). The speakers
+    considered are those of the candidate notes themselves, so no table scan is needed; a question
+    naming none or several of them keeps the fused order.
+    """
+    if not hits:
+        return hits, None
+    ids = [h.note_id for h in hits]
+    speaker_of: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        rows = conn.execute(f"SELECT id, speaker FROM notes WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        speaker_of.update({r[0]: r[1] for r in rows if r[1]})
+    asked = [name for name in set(speaker_of.values()) if re.search(rf"\b{re.escape(name)}\b", question, re.IGNORECASE)]
+    if len(asked) != 1:
+        return hits[:k], None
+    boosted = [Hit(h.note_id, h.score * SPEAKER_BOOST if speaker_of.get(h.note_id) == asked[0] else h.score, h.pathways)
+               for h in hits]
+    boosted.sort(key=lambda h: (-h.score, h.note_id))
+    return boosted[:k], asked[0]
 
 
 def multi_path(conn: Any, query: str, vector: np.ndarray, k: int, *, llm: Any | None = None, depth: int = 50) -> tuple[list[Hit], dict]:

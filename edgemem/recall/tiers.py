@@ -22,7 +22,7 @@ import numpy as np
 from edgemem.ingest.keywords import extract_entities, extract_keywords
 from edgemem.recall import preprocess
 from edgemem.recall.evidence import Evidence, terms
-from edgemem.recall.retrieve import Hit, hybrid, multi_path, rrf
+from edgemem.recall.retrieve import Hit, hybrid, multi_path, prefer_speaker, rrf
 from edgemem.store import links, notes, search
 from edgemem.store import profile as profile_store
 
@@ -97,20 +97,22 @@ def _tier2(conn: Any, question: str, embed: Callable, vector: np.ndarray) -> tup
         for anchor, avec in zip(anchors, embed(anchors), strict=True):
             ranked[f"entity:{anchor}"] = [h.note_id for h in hybrid(conn, anchor, avec, TOP_K["base"])]
             weights[f"entity:{anchor}"] = ENTITY_WEIGHT
-    return rrf(ranked, weights=weights)[: TOP_K["tier2"]], {"anchors": anchors}
+    hits, speaker = prefer_speaker(conn, question, rrf(ranked, weights=weights), TOP_K["tier2"])
+    return hits, {"anchors": anchors, "speaker": speaker}
 
 
 def _tier3(conn: Any, tag: str, question: str, embed: Callable, vector: np.ndarray, llm: Any | None) -> tuple[list[Hit], dict]:
     k = TOP_K["broad"] if tag == "broad-summarization" else TOP_K["tier3"]
-    hits, info = multi_path(conn, question, vector, k, llm=llm)
+    hits, info = multi_path(conn, question, vector, 2 * k, llm=llm)  # twice as deep: the speaker may reorder
     if tag == "temporal-reasoning":
         anchors = preprocess.anchors(question)
         if anchors:
             ranked = {"main": [h.note_id for h in hits]}
             for anchor, avec in zip(anchors, embed(anchors), strict=True):
                 ranked[f"anchor:{anchor}"] = [h.note_id for h in hybrid(conn, anchor, avec, TOP_K["base"])]
-            hits = rrf(ranked)[:k]
+            hits = rrf(ranked)
             info["anchors"] = anchors
+    hits, info["speaker"] = prefer_speaker(conn, question, hits, k)
     return hits, info
 
 
