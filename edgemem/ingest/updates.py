@@ -81,7 +81,7 @@ class Stage:
     rank: int
     stems: frozenset[str]
     head: str  # the first object stem: what the verb is about
-    words: tuple[str, ...] = ()  # the object words themselves (to search for earlier notes)
+    words: tuple[str, ...]  # the object words themselves (to search for earlier notes by)
 
 
 def same_object(a: Stage, b: Stage) -> bool:
@@ -89,19 +89,15 @@ def same_object(a: Stage, b: Stage) -> bool:
     return len(a.stems & b.stems) >= 2 or a.head == b.head
 
 
-def _stems(words: list[str], exclude: frozenset[str]) -> list[str]:
-    return [w[:STEM] for w in words if len(w) >= 4 and w not in STOPWORDS and w not in exclude]
-
-
 def stages(text: str, names: frozenset[str] = frozenset()) -> list[Stage]:
-    """Every plan stage the text states, with the stems of the object words after its verb."""
+    """Every plan stage the text states, with the content words after its verb and their stems."""
     out = []
     for rank, pattern in _STAGES:
         for match in pattern.finditer(text):
             after = tokens(text[match.end():])[:OBJECT_WORDS]
-            stems = _stems(after, names)
-            if stems:
-                words = tuple(w for w in after if len(w) >= 4 and w not in STOPWORDS and w not in names)
+            words = tuple(w for w in after if len(w) >= 4 and w not in STOPWORDS and w not in names)
+            if words:
+                stems = [w[:STEM] for w in words]
                 out.append(Stage(rank, frozenset(stems), stems[0], words))
     return out
 

@@ -195,12 +195,7 @@ def prefer_speaker(conn: Any, question: str, hits: list[Hit], k: int) -> tuple[l
     """
     if not hits:
         return hits, None
-    ids = [h.note_id for h in hits]
-    speaker_of: dict[int, str] = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
-        rows = conn.execute(f"SELECT id, speaker FROM notes WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-        speaker_of.update({r[0]: r[1] for r in rows if r[1]})
+    speaker_of = notes.speakers(conn, [h.note_id for h in hits])
     asked = [name for name in set(speaker_of.values()) if re.search(rf"\b{re.escape(name)}\b", question, re.IGNORECASE)]
     if len(asked) != 1:
         return hits[:k], None

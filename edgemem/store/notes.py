@@ -198,6 +198,17 @@ def vectors(conn: Any, ids: Sequence[int]) -> dict[int, np.ndarray]:
     return out
 
 
+def speakers(conn: Any, ids: Sequence[int]) -> dict[int, str]:
+    """The speaker of each of ``ids`` that has one."""
+    out: dict[int, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start:start + 500])
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(f"SELECT id, speaker FROM notes WHERE id IN ({marks}) AND speaker IS NOT NULL", chunk):
+            out[row[0]] = row[1]
+    return out
+
+
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
