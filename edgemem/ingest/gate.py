@@ -175,9 +175,10 @@ def outdated(conn: Any, draft: NoteDraft, found: list[Candidate], *, skip: int |
     terms = updates.search_terms(draft.content, names)
     if terms is None:
         return []
-    ids = {c.note.id for c in found} | {i for i, _ in notes.fts(conn, terms, SUPERSEDE_SEARCH)}
+    known = {c.note.id: c.note for c in found}
+    more = [i for i, _ in notes.fts(conn, terms, SUPERSEDE_SEARCH) if i not in known]
     day = draft.event_time[:10]
-    earlier = [n for n in notes.get_many(conn, sorted(ids))
+    earlier = [n for n in [*known.values(), *notes.get_many(conn, more)]
                if n.status == "active" and n.id != skip and (n.speaker or "") == (draft.speaker or "") and n.event_time[:10] < day]
     out: list[int] = []
     for note in sorted(earlier, key=lambda n: (n.event_time, n.id), reverse=True):

@@ -75,3 +75,25 @@ def test_prompt_cache_gives_the_same_replies(small_llm) -> None:
         assert [cached.complete(m, max_tokens=12).text for m in (a, b, a, b)] == plain
     finally:
         cached.close()
+
+
+def test_the_daemon_and_the_eval_harness_build_the_same_model(settings) -> None:
+    """One builder: the configured manifest's model with its context, and the prompt cache when set
+    (the harness's own copy once dropped the cache, so evaluations measured a slower system)."""
+    import dataclasses
+
+    from edgemem.eval.harness import load_default_llm
+    from edgemem.runtime.runtime import Runtime
+
+    chosen = dataclasses.replace(settings, model="smollm2-135m", n_ctx=1024, prompt_cache_mb=64)
+    built = [load_default_llm(chosen), Runtime(chosen).llm]
+    try:
+        for llm in built:
+            assert (llm.name, llm.n_ctx) == ("smollm2-135m", 1024)
+            assert llm._llama.cache is not None and llm._llama.cache.capacity_bytes == 64 << 20
+        uncached = load_default_llm(dataclasses.replace(chosen, prompt_cache_mb=0))
+        assert uncached._llama.cache is None
+        built.append(uncached)
+    finally:
+        for llm in built:
+            llm.close()
