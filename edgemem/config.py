@@ -39,7 +39,8 @@ class Settings:
     n_ctx: int = 8192
     n_threads: int = 0
     n_gpu_layers: int = 0
-    prompt_cache_mb: int = 512  # RAM for cached prompt-prefix states (0 = off)
+    prompt_cache_mb: int = 256  # RAM for cached prompt-prefix KV states, all bytes counted (0 = off)
+    cpu_repack: str = "auto"  # llama.cpp's repacked/AMX CPU weights: auto (probed once) | on | off
     embed_model: str = "all-MiniLM-L6-v2"
     embed_threads: int = 0
 
@@ -47,6 +48,10 @@ class Settings:
     max_text_bytes: int = 256 * 1024
     max_file_bytes: int = 16 * 1024 * 1024
     max_frame_bytes: int = 1024 * 1024
+
+    # Chat: the user's turns are kept for the session's active context (in memory); stored as
+    # memories, which later answers can cite, only when this is on.
+    remember_chat: bool = False
 
     # Daemon.
     socket_path: Path | None = None  # default: <runtime_dir>/edgemem.sock

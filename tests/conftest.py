@@ -48,13 +48,18 @@ def embedder(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="session")
 def small_llm(tmp_path_factory: pytest.TempPathFactory):
-    """The smallest installed GGUF (SmolLM2-135M) through real llama.cpp."""
-    from edgemem.runtime import models
+    """The smallest installed GGUF (SmolLM2-135M) through real llama.cpp.
+
+    Its CPU weight layout is decided as the daemon's is (``cpu_repack = auto``: a probe in a child),
+    so a llama.cpp crash on this CPU is a one-line error naming the setting, not a dead test run.
+    """
+    from edgemem.runtime import models, repack
     from edgemem.runtime.llm import LlamaCppLLM
 
     home = tmp_path_factory.mktemp("llm-home")
     s = config.load(env={"EDGEMEM_HOME": str(home)})
     path, manifest = models.model_file(s, "smollm2-135m")
-    llm = LlamaCppLLM(path, name=manifest.name, n_ctx=2048, n_threads=2, chat_format=manifest.chat_format)
+    decision = repack.resolve(s.cpu_repack, path, s.models_dir, threads=2)
+    llm = LlamaCppLLM(path, name=manifest.name, n_ctx=2048, n_threads=2, chat_format=manifest.chat_format, repack=decision.repack)
     yield llm
     llm.close()

@@ -150,12 +150,27 @@ def bench(
     steps_turns: int = typer.Option(20, "--steps-turns", help="Turns ingested with the default steps (model)."),
     ask_questions: int = typer.Option(5, "--ask-questions", help="Questions timed through ask (model)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the synthetic text and vectors."),
+    soak: Optional[Path] = typer.Option(None, "--soak", help="Instead: a soak on this LoCoMo file (memory over a long run)."),
+    soak_turns: int = typer.Option(500, "--soak-turns", help="Turns the soak ingests with the write-path steps."),
+    soak_questions: int = typer.Option(100, "--soak-questions", help="Questions the soak answers."),
 ) -> None:
-    """Time the store, retrieval and packing, ingestion and ask (medians, one run, this machine)."""
+    """Time the store, retrieval and packing, ingestion and ask (medians, one run, this machine).
+
+    With --soak FILE: ingest and answer in one process with default settings and print the resident
+    set per quarter, its peak, and the prompt cache's bytes, hit rate and saved prefill time."""
     from edgemem.eval import harness
     from edgemem.eval.bench import BenchConfig, format_result, run_bench
 
     settings, as_json = _root(ctx)
+    if soak is not None:
+        from edgemem.eval import soak as soak_mod
+
+        result = soak_mod.run_soak(settings, soak, turns=soak_turns, questions=soak_questions, seed=seed,
+                                   echo=None if as_json else typer.echo)
+        out = out or Path(f"edgemem-soak-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json")
+        harness.write_json(out, result)
+        typer.echo(json.dumps(result, indent=2, default=str) if as_json else soak_mod.format_result(result) + f"\nsaved: {out}")
+        return
     bench_config = BenchConfig(sizes=_sizes(sizes), store_sizes=_sizes(store_sizes), queries=queries,
                                ingest_turns=ingest_turns, steps_turns=steps_turns, ask_questions=ask_questions,
                                seed=seed, store_only=store_only, no_model=no_model, progress=not as_json)

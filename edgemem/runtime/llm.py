@@ -7,8 +7,10 @@
 - Structured replies use llama.cpp's JSON-schema grammar and are validated again in Python
   (Principle 3); a reply that does not validate raises :class:`SchemaError` for the caller's fallback.
 - Prompts sharing a prefix reuse the KV cache: llama-cpp-python keeps the evaluated tokens of the last
-  call, and with ``cache_bytes`` a RAM cache of earlier prefix states serves interleaved prompt kinds;
-  this is why static prompt parts always come first.
+  call, and with ``cache_bytes`` a bounded cache of prefix KV states (:mod:`edgemem.runtime.prefix_cache`)
+  serves interleaved prompt kinds; this is why static prompt parts always come first.
+- ``repack=False`` loads without llama.cpp's extra CPU buffer types (repacked / AMX weights), which
+  crash on some CPUs; :mod:`edgemem.runtime.repack` decides which one a machine gets.
 - One ``Llama`` serves one call at a time: calls are serialised by a lock (and by the scheduler).
 """
 
@@ -18,12 +20,14 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from edgemem.errors import ContextTooLong, ModelError, SchemaError
+from edgemem.runtime.prefix_cache import KVPrefixes
 from edgemem.runtime.schema import validate
 
 log = logging.getLogger(__name__)
@@ -41,6 +45,7 @@ class Completion:
     generate_ms: float
     finish_reason: str = "stop"
     value: Any = None  # the validated object for structured calls
+    cached_tokens: int = 0  # prompt tokens the KV cache already held (not evaluated)
 
 
 class LLM(Protocol):
@@ -81,6 +86,7 @@ class LlamaCppLLM:
         chat_format: str | None = None,
         seed: int = 0,
         cache_bytes: int = 0,
+        repack: bool = True,
     ) -> None:
         try:
             from llama_cpp import Llama
@@ -90,26 +96,25 @@ class LlamaCppLLM:
             raise ModelError(f"model file {path} is missing; run `edgemem setup` or `edgemem models pull NAME`")
         self.name = name or Path(path).stem
         self.path = Path(path)
+        self.repack = repack
         try:
-            self._llama = Llama(
-                model_path=str(path),
-                n_ctx=n_ctx,
-                n_threads=n_threads,
-                n_threads_batch=n_threads,
-                n_gpu_layers=n_gpu_layers,
-                seed=seed,
-                verbose=False,
-            )
+            with _model_defaults(use_extra_bufts=repack):
+                self._llama = Llama(
+                    model_path=str(path),
+                    n_ctx=n_ctx,
+                    n_threads=n_threads,
+                    n_threads_batch=n_threads,
+                    n_gpu_layers=n_gpu_layers,
+                    seed=seed,
+                    verbose=False,
+                )
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"cannot load {path}: {exc}") from None
         self.n_ctx = self._llama.n_ctx()
-        if cache_bytes > 0:
-            # Prompt-prefix states kept in RAM: router, gate, profile, cluster and answer prompts each
-            # start with a static system prompt, and interleaved calls would otherwise re-evaluate it
-            # every time (llama-cpp-python only reuses the prefix of the immediately previous call).
-            from llama_cpp import LlamaRAMCache
-
-            self._llama.set_cache(LlamaRAMCache(capacity_bytes=cache_bytes))
+        # Prompt-prefix KV states: router, gate, profile, cluster and answer prompts each start with a
+        # static system prompt, and interleaved calls would otherwise re-evaluate it every time.
+        self.prefixes = KVPrefixes(self._llama, cache_bytes) if cache_bytes > 0 else None
+        self.usage = PrefillLedger()
         self._lock = threading.Lock()
         self._grammars: dict[str, Any] = {}
         self._formatter, self.template_source = _formatter(self._llama, chat_format)
@@ -143,6 +148,9 @@ class LlamaCppLLM:
         stops = [*template_stop, *(stop or [])]
         with self._lock:
             start = time.perf_counter()
+            live = _common_prefix_len(self._llama._input_ids, tokens)
+            restored = self.prefixes.prepare(tokens) if self.prefixes is not None else 0
+            reused = live + restored  # prompt tokens this call does not evaluate
             first: float | None = None
             parts: list[str] = []
             finish = "stop"
@@ -172,14 +180,23 @@ class LlamaCppLLM:
         first = first or end
         text = "".join(parts)
         completion_tokens = self.count_tokens(text) if text else 0
+        prefill_ms = (first - start) * 1000
+        self.usage.add(len(tokens), max(len(tokens) - reused, 1), prefill_ms, restored)
         return Completion(
             text=text,
             prompt_tokens=len(tokens),
             completion_tokens=completion_tokens,
-            prefill_ms=(first - start) * 1000,
+            prefill_ms=prefill_ms,
             generate_ms=(end - first) * 1000,
             finish_reason=finish,
+            cached_tokens=reused,
         )
+
+    def cache_summary(self) -> dict[str, Any]:
+        """The prefix cache's own accounting, plus the prefill time its restored states saved."""
+        out: dict[str, Any] = self.prefixes.summary() if self.prefixes is not None else {"capacity_bytes": 0, "bytes": 0}
+        out.update(self.usage.summary(out.get("tokens_restored", 0)))
+        return out
 
     def complete_json(self, messages: Sequence[Message], schema: dict, *, max_tokens: int = 256) -> Completion:
         key = json.dumps(schema, sort_keys=True)
@@ -198,6 +215,76 @@ class LlamaCppLLM:
             llama, self._llama = getattr(self, "_llama", None), None
             if llama is not None:
                 llama.close()
+
+
+@dataclass
+class PrefillLedger:
+    """Prompt tokens seen and evaluated, and prefill time: what prices the prefix cache's work."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    evaluated_tokens: int = 0
+    prefill_ms: float = 0.0
+    restored_tokens: int = 0
+
+    def add(self, prompt: int, evaluated: int, prefill_ms: float, restored: int) -> None:
+        self.calls += 1
+        self.prompt_tokens += prompt
+        self.evaluated_tokens += evaluated
+        self.prefill_ms += prefill_ms
+        self.restored_tokens += restored
+
+    def summary(self, restored: int) -> dict[str, Any]:
+        rate = self.evaluated_tokens / (self.prefill_ms / 1000) if self.prefill_ms > 0 else 0.0
+        return {
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "evaluated_tokens": self.evaluated_tokens,
+            "prefill_s": round(self.prefill_ms / 1000, 2),
+            "prefill_tok_s": round(rate, 1),
+            # What the restored tokens would have cost at this process's measured prefill speed.
+            "prefill_saved_s": round(restored / rate, 2) if rate else 0.0,
+        }
+
+
+def _common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    # llama-cpp-python re-evaluates the last token when the whole prompt is cached.
+    return min(n, max(len(b) - 1, 0))
+
+
+@contextmanager
+def _model_defaults(*, use_extra_bufts: bool) -> Iterator[None]:
+    """Build the next ``Llama`` with ``use_extra_bufts`` set (llama-cpp-python has no argument for it).
+
+    ``Llama.__init__`` starts from ``llama_model_default_params()``; this wraps that function for the
+    duration of one construction, under a lock so concurrent loads cannot see each other's value.
+    """
+    import llama_cpp.llama as llama_module
+
+    with _DEFAULTS_LOCK:
+        if use_extra_bufts:
+            yield
+            return
+        original = llama_module.llama_cpp.llama_model_default_params
+
+        def defaults() -> Any:
+            params = original()
+            params.use_extra_bufts = False
+            return params
+
+        llama_module.llama_cpp.llama_model_default_params = defaults
+        try:
+            yield
+        finally:
+            llama_module.llama_cpp.llama_model_default_params = original
+
+
+_DEFAULTS_LOCK = threading.Lock()
 
 
 def parse_json(text: str, schema: dict) -> Any:
@@ -241,7 +328,8 @@ class LlamaTokenizer:
     def __init__(self, path: Path, n_ctx: int) -> None:
         from llama_cpp import Llama
 
-        self._llama = Llama(model_path=str(path), vocab_only=True, verbose=False)
+        with _model_defaults(use_extra_bufts=True):
+            self._llama = Llama(model_path=str(path), vocab_only=True, verbose=False)
         self.n_ctx = n_ctx
 
     def count_tokens(self, text: str) -> int:

@@ -9,23 +9,33 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 from typing import Any
 
 from edgemem.config import Settings
 from edgemem.errors import ModelError
-from edgemem.runtime import models
+from edgemem.runtime import models, repack
 from edgemem.runtime.scheduler import BACKGROUND, INTERACTIVE, Lane, Scheduler
 
 log = logging.getLogger(__name__)
 
 
+def repack_decision(settings: Settings, path: Any = None) -> repack.Decision:
+    """The CPU weight layout for the configured model (``cpu_repack``; ``auto`` probes once in a child)."""
+    if path is None:
+        path, _ = models.model_file(settings)
+    return repack.resolve(settings.cpu_repack, path, settings.models_dir, threads=settings.threads, n_gpu_layers=settings.n_gpu_layers)
+
+
 def build_llm(settings: Settings) -> Any:
-    """The configured GGUF model: its manifest's context and chat format, threads, GPU layers, prompt cache."""
+    """The configured GGUF model: its manifest's context and chat format, threads, GPU layers, CPU
+    weight layout, prompt cache."""
     from edgemem.runtime.llm import LlamaCppLLM
 
     path, manifest = models.model_file(settings)
+    decision = repack_decision(settings, path)
     n_ctx = min(settings.n_ctx, manifest.context_length) if manifest else settings.n_ctx
-    return LlamaCppLLM(
+    llm = LlamaCppLLM(
         path,
         name=manifest.name if manifest else path.stem,
         n_ctx=n_ctx,
@@ -33,7 +43,10 @@ def build_llm(settings: Settings) -> Any:
         n_gpu_layers=settings.n_gpu_layers,
         chat_format=manifest.chat_format if manifest else None,
         cache_bytes=settings.prompt_cache_mb << 20,
+        repack=decision.repack,
     )
+    llm.repack_decision = decision
+    return llm
 
 
 class Runtime:
@@ -125,6 +138,24 @@ class Runtime:
     def embed(self, texts: list[str]) -> Any:
         return self._embed_sched.call(lambda: self.embedder.embed(texts))
 
+    def model_info(self) -> dict[str, Any]:
+        """The loaded model's CPU weight layout and prompt-cache accounting (empty before it loads)."""
+        llm = self._llm
+        out: dict[str, Any] = {}
+        decision = getattr(llm, "repack_decision", None)
+        if decision is not None:
+            out["cpu_repack"] = decision.as_dict()
+        elif self.settings.cpu_repack != "auto":
+            out["cpu_repack"] = {"setting": self.settings.cpu_repack, "active": self.settings.cpu_repack}
+        else:
+            name = self.settings.model_path.name if self.settings.model_path else _manifest_file(self.settings)
+            remembered = repack.saved(self.settings.models_dir, name) if name else None
+            out["cpu_repack"] = remembered or {"setting": "auto", "active": "undecided (probed when the model first loads)"}
+        summary = getattr(llm, "cache_summary", None)
+        if callable(summary):
+            out["prompt_cache"] = summary()
+        return out
+
     def pending(self) -> dict[str, int]:
         return {"llm": self._llm_sched.pending(), "embed": self._embed_sched.pending()}
 
@@ -136,6 +167,15 @@ class Runtime:
             self._llm.close()
         if self._tokenizer is not None:
             self._tokenizer.close()
+
+
+def _manifest_file(settings: Settings) -> str | None:
+    try:
+        manifest = models.get_manifest(settings.model, settings)
+    except Exception:  # an unknown model name is reported where the model is loaded
+        return None
+    src = manifest.source if isinstance(manifest.source, dict) else {}
+    return Path(src["path"]).name if manifest.kind in ("package-file", "file") and "path" in src else manifest.file
 
 
 class _Deferred:

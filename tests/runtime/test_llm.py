@@ -70,7 +70,7 @@ def test_prompt_cache_gives_the_same_replies(small_llm) -> None:
     a = [{"role": "system", "content": "You sort memories into topics."}, {"role": "user", "content": "Topic of: I planted basil."}]
     b = [{"role": "system", "content": "You extract dates."}, {"role": "user", "content": "Date of: we met on 7 May 2023."}]
     plain = [small_llm.complete(m, max_tokens=12).text for m in (a, b, a, b)]
-    cached = LlamaCppLLM(small_llm.path, n_ctx=2048, n_threads=2, cache_bytes=256 << 20)
+    cached = LlamaCppLLM(small_llm.path, n_ctx=2048, n_threads=2, cache_bytes=256 << 20, repack=small_llm.repack)
     try:
         assert [cached.complete(m, max_tokens=12).text for m in (a, b, a, b)] == plain
     finally:
@@ -90,9 +90,11 @@ def test_the_daemon_and_the_eval_harness_build_the_same_model(settings) -> None:
     try:
         for llm in built:
             assert (llm.name, llm.n_ctx) == ("smollm2-135m", 1024)
-            assert llm._llama.cache is not None and llm._llama.cache.capacity_bytes == 64 << 20
+            assert llm.prefixes is not None and llm.prefixes.cache.capacity == 64 << 20
+            assert llm._llama.cache is None  # never llama-cpp-python's own (unbounded) RAM cache
+            assert llm.repack_decision.setting == "auto"
         uncached = load_default_llm(dataclasses.replace(chosen, prompt_cache_mb=0))
-        assert uncached._llama.cache is None
+        assert uncached.prefixes is None
         built.append(uncached)
     finally:
         for llm in built:
