@@ -14,7 +14,6 @@ serves; restore replaces the database file atomically and only while no daemon h
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -29,6 +28,7 @@ from edgemem import __version__
 from edgemem.errors import BadInput, NotFound, StoreError
 from edgemem.store import archive, notes, watches
 from edgemem.store import forget as forget_store
+from edgemem.store import lock as store_lock
 from edgemem.store import raw as raw_store
 from edgemem.store.db import _SQLITE_MAGIC, APPLICATION_ID, DatabaseError, Store, connect_driver, now
 
@@ -37,11 +37,6 @@ log = logging.getLogger(__name__)
 EXPORT_FORMAT = "edgemem-export"
 EXPORT_VERSION = 1
 PREVIEW_CHARS = 200
-
-
-def lock_path(database: Path) -> Path:
-    """The file a running daemon holds an exclusive ``flock`` on for its whole life."""
-    return Path(f"{database}.lock")
 
 
 # -- forget ---------------------------------------------------------------------------------------
@@ -345,7 +340,7 @@ def restore(database: Path, source: Path) -> dict:
         if fh.read(16) != _SQLITE_MAGIC:
             raise StoreError(f"{source} is not a SQLite database; nothing was restored")
     database.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with daemon_lock(database):
+    with store_lock.exclusive(database):
         try:
             src = connect_driver(source)
         except DatabaseError as exc:
@@ -371,37 +366,6 @@ def restore(database: Path, source: Path) -> dict:
         _fsync_dir(database.parent)
     log.info("restored the store from %s", source)
     return {"restored": str(database), "from": str(source), "previous": str(previous) if previous else None, **counts}
-
-
-def daemon_running(database: Path) -> bool:
-    """True while a daemon holds the store's lock."""
-    if not lock_path(database).exists():  # a daemon creates it before serving
-        return False
-    try:
-        with daemon_lock(database):
-            return False
-    except StoreError:
-        return True
-
-
-@contextlib.contextmanager
-def daemon_lock(database: Path) -> Iterator[None]:
-    """Hold the daemon's lock for the restore; refuse if a daemon already holds it."""
-    path = lock_path(database)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise StoreError(
-                f"a running edgemem daemon holds {path}; stop it first (systemctl --user stop edgemem.socket edgemem.service)"
-            ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 def _keep_previous(database: Path) -> Path | None:

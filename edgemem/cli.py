@@ -3,8 +3,10 @@
 Memory commands talk to the daemon over its socket (``edgemem serve`` runs it); ``--local`` runs the
 same operation in this process instead, for scripts and tests. ``setup``, ``quickstart``, ``models``
 and ``version`` always run locally. Both paths return the same plain data, so ``--json`` output does
-not depend on the mode. Errors are converted here, once: an :class:`EdgememError` prints
-``edgemem: <message>`` on stderr and exits with its documented code.
+not depend on the mode. ``--json`` and ``--local`` work before or after the command. Errors are
+converted here, once: an :class:`EdgememError` prints ``edgemem: <message>`` on stderr and exits with
+its documented code; under ``--json`` it prints ``{"error": {"code", "message", "exit_code"}}`` on
+stdout instead (so a script reads one JSON document from stdout either way), with the same exit code.
 """
 
 from __future__ import annotations
@@ -12,22 +14,43 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from typer.core import TyperGroup
 
-from edgemem import __version__, config
+from edgemem import __version__, config, display
 from edgemem.errors import ConfigError, DaemonUnavailable, EdgememError
+
+ANYWHERE_FLAGS = ("--json", "--local")  # root flags also accepted after the command
+
+
+def lift_flags(args: list[str]) -> list[str]:
+    """``edgemem status --json`` as ``edgemem --json status``: the flags in ANYWHERE_FLAGS move in
+    front of the command; nothing after a ``--`` moves (``edgemem remember -- --json`` keeps the text)."""
+    end = args.index("--") if "--" in args else len(args)
+    head = args[:end]
+    return [a for a in head if a in ANYWHERE_FLAGS] + [a for a in head if a not in ANYWHERE_FLAGS] + args[end:]
+
+
+class _Root(TyperGroup):
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, lift_flags(args))
+
 
 app = typer.Typer(
     name="edgemem",
+    cls=_Root,
     help="A private, on-device assistant with a long memory.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help: typer's rich panels label every flag `<bool>` (typer 0.29), as if it took a value.
+    rich_markup_mode=None,
 )
 models_app = typer.Typer(help="List, locate, download and add GGUF models.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
@@ -47,6 +70,12 @@ def _ctx(ctx: typer.Context) -> Ctx:
     return ctx.ensure_object(Ctx) if isinstance(ctx.obj, Ctx) else ctx.find_root().obj
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
@@ -57,9 +86,12 @@ def root(
     n_ctx: Optional[int] = typer.Option(None, "--n-ctx", help="Model context window in tokens."),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for the model (0 = all cores)."),
     gpu_layers: Optional[int] = typer.Option(None, "--gpu-layers", help="Layers offloaded to CUDA/Metal (-1 = all)."),
-    as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
-    local: bool = typer.Option(False, "--local", help="Run in this process instead of asking the daemon (scripts, tests)."),
+    as_json: bool = typer.Option(False, "--json", help="Print results (and errors) as JSON; also after the command."),
+    local: bool = typer.Option(False, "--local",
+                               help="Run in this process instead of asking the daemon (scripts, tests); also after the command."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress to stderr."),
+    show_version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
+                                      expose_value=False, help="Print the version and exit."),
 ) -> None:
     """edgemem: remember everything you tell it, answer from it, on your own machine."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -92,16 +124,6 @@ def _call(c: Ctx, method: str, params: dict[str, Any], local: Callable[[Any], An
     from edgemem.daemon.client import call
 
     return call(c.settings().socket, method, params, on_event=on_event)
-
-
-def _optional(engine: Any, name: str, method: str) -> Callable[..., Any]:
-    """An engine method that a later part of edgemem provides (same error as the daemon's)."""
-    from edgemem.daemon.protocol import Unavailable
-
-    fn = getattr(engine, name, None)
-    if fn is None:
-        raise Unavailable(f"`{method}` is not available in this edgemem build")
-    return fn
 
 
 class _Printer:
@@ -149,12 +171,15 @@ def _setup(c: Ctx) -> dict:
     s = c.settings()
     for folder in (s.config_dir, s.data_dir, s.cache_dir):
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    from edgemem.runtime.runtime import repack_decision
+
     path, manifest = models.model_file(s, progress=_progress("assembling the model"))
     emb = models.embedding_dir(s)
+    decision = repack_decision(s, path)  # `auto`: a one-time probe in a child process
     with _engine(c) as engine:
         status = engine.status()
     return {"model": manifest.name if manifest else str(path), "model_file": str(path), "embeddings": str(emb),
-            "store": status["store"], "config": str(s.config_file)}
+            "cpu_repack": f"{decision.active} ({decision.reason})", "store": status["store"], "config": str(s.config_file)}
 
 
 @app.command()
@@ -190,7 +215,9 @@ def quickstart(ctx: typer.Context) -> None:
         engine.remember(QUICKSTART_FACT, process=True)
         typer.echo(f"ask: {QUICKSTART_QUESTION}")
         answer = engine.ask(QUICKSTART_QUESTION)
-        typer.echo(_answer_text(answer_result(answer)))
+        # The scratch store stays until the next quickstart, so the `why` printed here finds the trace.
+        why = _why_command(c, answer.query_id, db=demo.database)
+        typer.echo(_answer_text(answer_result(answer), why=why))
     if not answer.notes:  # the main path is broken if the model cannot answer from what it was just told
         raise EdgememError("quickstart: the answer did not come from the remembered note; see `edgemem why` above")
 
@@ -204,9 +231,15 @@ def remember(
     when: Optional[str] = typer.Option(None, help="When it was said (ISO 8601); default now."),
 ) -> None:
     """Remember a piece of text, verbatim, with its time."""
+    from edgemem.ingest.raw import TOO_LONG_HINT
+    from edgemem.text import check_text
+
     c = _ctx(ctx)
     if text == "-":
         text = sys.stdin.read()
+    # Refused here, before sending: an over-size text would otherwise reach the daemon as an
+    # over-size frame, and the user would read about frames instead of what to do.
+    check_text(text, c.settings().max_text_bytes, hint=TOO_LONG_HINT)
     result = _call(c, "remember", {"text": text, "speaker": speaker, "when": when},
                    lambda e: e.remember(text, speaker=speaker, when=when, process=True))
     _print(c, result, lambda r: f"remembered (note {', '.join(map(str, r.get('notes') or [])) or 'queued'})")
@@ -219,13 +252,19 @@ def ingest(ctx: typer.Context, path: Path = typer.Argument(..., help="A .txt/.md
     path = path.expanduser().absolute()  # the daemon does not share our working folder
     result = _call(c, "ingest", {"path": str(path)}, lambda e: e.ingest(path, process=True))
 
-    def human(r: dict) -> str:
-        lines = [f"added {a['path']} ({a['chunks']} chunks)" for a in r["added"]]
-        lines += [f"unchanged {u['path']}" for u in r["unchanged"]]
-        lines += [f"skipped {s['path']}: {s['reason']}" for s in r["skipped"]]
-        return "\n".join(lines)
+    _print(c, result, _ingest_text)
 
-    _print(c, result, human)
+
+def _ingest_text(r: dict) -> str:
+    """One line per file, the skipped ones with why, then the totals."""
+    lines = [f"added {a['path']} ({a['chunks']} chunks)" for a in r["added"]]
+    lines += [f"unchanged {u['path']}" for u in r["unchanged"]]
+    lines += [f"skipped {s['path']}: {s['reason']}" for s in r["skipped"]]
+    total = [f"{len(r['added'])} added ({sum(a['chunks'] for a in r['added'])} chunks)",
+             f"{len(r['unchanged'])} unchanged", f"{len(r['skipped'])} skipped"]
+    if r.get("hidden"):
+        total.append(f"{r['hidden']} hidden files and folders left out")
+    return "\n".join([*lines, ", ".join(total)])
 
 
 def _sources_text(result: dict) -> str:
@@ -238,13 +277,26 @@ def _sources_text(result: dict) -> str:
     return "\n".join(lines)
 
 
-def _answer_text(result: dict, streamed: bool = False) -> str:
+def _why_command(c: Ctx, query_id: str, db: Path | None = None) -> str:
+    """The `edgemem why` command that finds this answer's trace: the same store flags, and
+    ``--local`` when the answer was made in this process or on a store no daemon serves (``db``)."""
+    words = ["edgemem"]
+    for flag, value in (("--home", c.overrides.get("home")), ("--db", db or c.overrides.get("db_path"))):
+        if value is not None:
+            words += [flag, str(Path(value).expanduser().absolute())]
+    if c.local or db is not None:
+        words.append("--local")
+    return " ".join(shlex.quote(w) for w in [*words, "why", query_id])
+
+
+def _answer_text(result: dict, streamed: bool = False, why: str | None = None) -> str:
     lines = [] if streamed else [result["answer"]]
     lines.append("")
     sources = _sources_text(result)
     if sources:
         lines.append(sources)
-    lines.append(f"(query {result['query_id']}; `edgemem why {result['query_id']}` shows how it was answered)")
+    why = why or f"edgemem why {result['query_id']}"
+    lines.append(f"(query {result['query_id']}; `{why}` shows how it was answered)")
     return "\n".join(lines)
 
 
@@ -259,7 +311,7 @@ def ask(ctx: typer.Context, question: str = typer.Argument(..., help="Your quest
                    lambda e: answer_result(e.ask(question, on_token=out.token)), on_event=out.event)
     if out.printed:
         typer.echo()
-    _print(c, result, lambda r: _answer_text(r, streamed=out.printed))
+    _print(c, result, lambda r: _answer_text(r, streamed=out.printed, why=_why_command(c, r["query_id"])))
 
 
 @app.command()
@@ -267,7 +319,7 @@ def why(ctx: typer.Context, query_id: str = typer.Argument(..., help="The id pri
     """Show how an answer was produced: route, retrieval, packing, tokens, validation."""
     c = _ctx(ctx)
     trace = _call(c, "trace", {"query_id": query_id}, lambda e: e.why(query_id))
-    _print(c, trace, lambda t: json.dumps(t, indent=2, default=str))
+    _print(c, trace, display.why_text)
 
 
 @app.command()
@@ -275,7 +327,7 @@ def status(ctx: typer.Context) -> None:
     """Show the store, the model, the queue, the daemon and counters."""
     c = _ctx(ctx)
     result = _call(c, "status", {}, lambda e: e.status())
-    _print(c, result, lambda r: "\n".join(f"{k:>12}: {v}" for k, v in r.items()))
+    _print(c, result, display.fields_text)
 
 
 @app.command()
@@ -295,7 +347,7 @@ def forget(
 
     def run(confirm: bool) -> Any:
         return _call(c, "forget", {**params, "confirm": confirm},
-                     lambda e: _optional(e, "forget", "forget")(note_id=note, source=src, query=query, confirm=confirm))
+                     lambda e: e.forget(note_id=note, source=src, query=query, confirm=confirm))
 
     if not yes:
         preview = run(False)
@@ -317,16 +369,34 @@ def export(
     """Export the memory to a file (raw record and derived notes)."""
     c = _ctx(ctx)
     path = path.expanduser().absolute()
-    result = _call(c, "export", {"format": fmt, "path": str(path)}, lambda e: _optional(e, "export", "export")(fmt, str(path)))
+    result = _call(c, "export", {"format": fmt, "path": str(path)}, lambda e: e.export(fmt, str(path)))
     _print(c, result, lambda r: f"exported to {path}")
 
 
 @app.command()
 def profile(ctx: typer.Context) -> None:
-    """Show the user profile: stable preferences, identity facts and rules (MemFlow Tier 1)."""
+    """Show the user profile: preferences, identity facts and rules, with validity dates (MemFlow Tier 1)."""
     c = _ctx(ctx)
-    result = _call(c, "profile", {}, lambda e: _optional(e, "profile", "profile")())
-    _print(c, result, lambda r: json.dumps(r, indent=2, default=str))
+    result = _call(c, "profile", {}, lambda e: e.profile())
+    _print(c, result, _profile_text)
+
+
+PROFILE_VALUE_CHARS = 60
+
+
+def _profile_text(result: dict) -> str:
+    """One aligned row per fact; a key's values stay together, oldest first, the superseded ones marked."""
+    if not result["facts"]:
+        return "the profile is empty: facts are compiled from your notes as the daemon organises them"
+    rows = []
+    for f in result["facts"]:
+        value = " ".join(f["value"].split())
+        if len(value) > PROFILE_VALUE_CHARS:
+            value = value[:PROFILE_VALUE_CHARS - 1] + "…"
+        rows.append(("current" if f["current"] else "superseded", f["kind"], f["key"], value, f["valid_from"][:10],
+                     f["valid_to"] and f["valid_to"][:10], ",".join(map(str, f["sources"])) or None))
+    table = display.table(rows, ("STATE", "KIND", "KEY", "VALUE", "FROM", "TO", "NOTES"))
+    return f"{table}\n{result['current']} current, {result['superseded']} superseded"
 
 
 watch_app = typer.Typer(help="Folders the daemon watches and ingests as they change.", no_args_is_help=True)
@@ -338,7 +408,7 @@ def watch_add(ctx: typer.Context, path: Path = typer.Argument(..., help="A folde
     """Watch a folder: ingest it now and whenever its files change."""
     c = _ctx(ctx)
     path = path.expanduser().absolute()
-    result = _call(c, "watch.add", {"path": str(path)}, lambda e: _optional(e, "watch_add", "watch.add")(str(path)))
+    result = _call(c, "watch.add", {"path": str(path)}, lambda e: e.watch_add(str(path)))
     _print(c, result, f"watching {path}")
 
 
@@ -347,7 +417,7 @@ def watch_remove(ctx: typer.Context, path: Path = typer.Argument(..., help="A wa
     """Stop watching a folder (what was ingested stays)."""
     c = _ctx(ctx)
     path = path.expanduser().absolute()
-    result = _call(c, "watch.remove", {"path": str(path)}, lambda e: _optional(e, "watch_remove", "watch.remove")(str(path)))
+    result = _call(c, "watch.remove", {"path": str(path)}, lambda e: e.watch_remove(str(path)))
     _print(c, result, f"no longer watching {path}")
 
 
@@ -355,7 +425,7 @@ def watch_remove(ctx: typer.Context, path: Path = typer.Argument(..., help="A wa
 def watch_list(ctx: typer.Context) -> None:
     """List watched folders."""
     c = _ctx(ctx)
-    result = _call(c, "watch.list", {}, lambda e: _optional(e, "watch_list", "watch.list")())
+    result = _call(c, "watch.list", {}, lambda e: e.watch_list())
     _print(c, result, lambda r: json.dumps(r, indent=2, default=str))
 
 
@@ -427,7 +497,7 @@ def _chat_command(c: Ctx, s: _Session, line: str, last: dict | None) -> bool:
         assert last is not None
         qid = last["query_id"]
         trace = s.call("trace", {"query_id": qid}, lambda e: e.why(qid))
-        typer.echo(json.dumps(trace, indent=2, default=str))
+        typer.echo(json.dumps(trace, default=str) if c.as_json else display.why_text(trace))
     elif cmd == "/forget":
         if not arg.isdigit():
             typer.echo("usage: /forget NOTE_ID (the [numbers] /sources shows)")
@@ -436,7 +506,7 @@ def _chat_command(c: Ctx, s: _Session, line: str, last: dict | None) -> bool:
 
         def forget(confirm: bool) -> Any:
             return s.call("forget", {"note_id": note_id, "confirm": confirm},
-                          lambda e: _optional(e, "forget", "forget")(note_id=note_id, confirm=confirm))
+                          lambda e: e.forget(note_id=note_id, confirm=confirm))
 
         typer.echo(json.dumps(forget(False), indent=2, default=str))
         if input("forget this for good? [y/N] ").strip().lower() in {"y", "yes"}:
@@ -488,7 +558,10 @@ def chat(
             except DaemonUnavailable:
                 raise
             except EdgememError as exc:  # one bad turn does not end the conversation
-                typer.echo(f"edgemem: {exc.message}", err=True)
+                if c.as_json:
+                    typer.echo(json.dumps(error_json(exc.code, exc.message, exc.exit_code)))
+                else:
+                    typer.echo(f"edgemem: {exc.message}", err=True)
     except KeyboardInterrupt:
         typer.echo()
     finally:
@@ -512,6 +585,20 @@ def serve(ctx: typer.Context) -> None:
     raise typer.Exit(server.run(settings))
 
 
+@app.command()
+def mcp(ctx: typer.Context) -> None:
+    """Serve your memory to other assistants over MCP (stdio): remember, search, ask, why, profile, forget."""
+    try:
+        from edgemem.daemon import mcp_server
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in {"mcp", "mcp_types"}:
+            raise
+        raise ConfigError("`edgemem mcp` needs the MCP SDK: pip install 'edgemem[mcp]'") from None
+
+    c = _ctx(ctx)
+    raise typer.Exit(mcp_server.run(c.settings(), local=c.local))
+
+
 # -- models -----------------------------------------------------------------------------------------
 @models_app.command("list")
 def models_list(ctx: typer.Context) -> None:
@@ -525,8 +612,10 @@ def models_list(ctx: typer.Context) -> None:
          "size": m.size, "context": m.context_length, "description": m.description}
         for m in models.load_manifests(s).values()
     ]
-    _print(c, rows, lambda r: "\n".join(
-        f"{'*' if x['default'] else ' '} {x['name']:<22} {'installed' if x['installed'] else '-':<10} {x['source']:<12} {x['description']}" for x in r))
+    _print(c, rows, lambda r: display.table(
+        [("*" if x["default"] else "", x["name"], "yes" if x["installed"] else "-", x["source"],
+          display.size(x["size"]) if x["size"] else "-", x["context"], x["description"]) for x in r],
+        header=("", "NAME", "INSTALLED", "SOURCE", "SIZE", "CONTEXT", "DESCRIPTION")) + "\n(* the configured model)")
 
 
 @models_app.command("path")
@@ -610,6 +699,11 @@ app.add_typer(service_app, name="service")
 
 def _service_result(c: Ctx, result: Any) -> None:
     def human(r: dict) -> str:
+        if r.get("dry_run"):
+            lines = [f"would write {path}:\n" + "\n".join(f"  {line}".rstrip() for line in text.splitlines())
+                     for path, text in r["units"].items()]
+            return "\n".join([*lines, "would run:", *(f"  {cmd}" for cmd in r["to_run"]),
+                              "(dry run: nothing written or enabled)"])
         lines = [f"{r['action']}: {f}" for f in r["files"]] + [f"ran: {cmd}" for cmd in r["ran"]]
         if r["error"]:
             lines.append(f"failed: {r['error']}")
@@ -623,12 +717,15 @@ def _service_result(c: Ctx, result: Any) -> None:
 
 
 @service_app.command("install")
-def service_install(ctx: typer.Context) -> None:
+def service_install(
+    ctx: typer.Context,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the unit files and the commands; write and enable nothing."),
+) -> None:
     """Install and start the user service (socket-activated, sandboxed, no network)."""
     from edgemem.daemon import service
 
     c = _ctx(ctx)
-    _service_result(c, service.install(c.settings()))
+    _service_result(c, service.install(c.settings(), dry_run=dry_run))
 
 
 @service_app.command("uninstall")
@@ -656,12 +753,12 @@ def import_chat(
     fmt: str = typer.Option("auto", "--format", help="auto, chat or locomo."),
 ) -> None:
     """Import conversations from a chat JSON file (one source per session; re-import is safe)."""
-    from edgemem import admin
+    from edgemem.store import lock
 
     c = _ctx(ctx)
     # With a daemon serving this store its worker organises the new turns (it polls the queue);
     # without one, they are organised here before the command returns.
-    serving = admin.daemon_running(c.settings().database)
+    serving = lock.held(c.settings().database)
     with _engine(c) as engine:
         result = engine.import_chat(path.expanduser(), fmt=fmt, process=not serving)
     _print(c, result, lambda r: json.dumps(r, indent=2, default=str))
@@ -673,12 +770,12 @@ def rebuild(
     embeddings: bool = typer.Option(False, "--embeddings", help="Accept a store built with another embedder and re-embed everything."),
 ) -> None:
     """Recompute notes, links, clusters, topics and the profile from the raw record (stop the daemon first)."""
-    from edgemem import admin
     from edgemem.engine import Engine
+    from edgemem.store import lock
 
     c = _ctx(ctx)
     s = c.settings()
-    with admin.daemon_lock(s.database), Engine.open(s, new_embedder=embeddings) as engine:
+    with lock.exclusive(s.database), Engine.open(s, new_embedder=embeddings) as engine:
         result = engine.rebuild()
     _print(c, result, lambda r: f"rebuilt {r['notes']} notes from {r['raw_turns']} raw turns")
 
@@ -691,16 +788,45 @@ app.command("bench")(_bench)
 
 
 @app.command()
-def version() -> None:
-    """Print the version."""
-    typer.echo(__version__)
+def version(ctx: typer.Context) -> None:
+    """Print the version (also `edgemem --version`)."""
+    _print(_ctx(ctx), {"version": __version__}, __version__)
+
+
+try:  # typer >= 0.2x carries its own click; its usage errors derive from TyperException
+    from typer import TyperException as _UsageErrors
+except ImportError:  # older typer runs on click itself
+    from click import ClickException as _UsageErrors
+
+
+def error_json(code: str, message: str, exit_code: int) -> dict:
+    """What ``--json`` prints for an error: the daemon's error shape plus the exit code."""
+    return {"error": {"code": code, "message": message, "exit_code": exit_code}}
+
+
+def _fail(code: str, message: str, exit_code: int, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(error_json(code, message, exit_code), indent=2))
+    else:
+        typer.echo(f"edgemem: {message}", err=True)
+    raise SystemExit(exit_code)
 
 
 def main() -> None:
+    args = sys.argv[1:]
+    as_json = "--json" in (args[: args.index("--")] if "--" in args else args)
     try:
-        app()
+        if not as_json:
+            app()
+            return
+        # Not standalone: click's usage errors come back here to be printed as JSON too.
+        code = app(standalone_mode=False)
     except EdgememError as exc:
-        typer.echo(f"edgemem: {exc.message}", err=True)
-        raise SystemExit(exc.exit_code) from None
+        _fail(exc.code, exc.message, exc.exit_code, as_json)
+    except _UsageErrors as exc:
+        _fail("usage", exc.format_message(), exc.exit_code, as_json)
+    except typer.Abort:
+        _fail("aborted", "aborted", 1, as_json)
     except KeyboardInterrupt:
         raise SystemExit(130) from None
+    raise SystemExit(code if isinstance(code, int) else 0)

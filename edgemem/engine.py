@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections import OrderedDict, deque
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
@@ -16,21 +17,26 @@ from typing import Any
 
 from edgemem import __version__, admin
 from edgemem.config import Settings
-from edgemem.daemon.watcher import Change, Watcher, apply_change
 from edgemem.errors import BadInput, NotFound
 from edgemem.ingest import raw as accept
 from edgemem.ingest import steps as write_steps
+from edgemem.ingest.watcher import Change, Watcher, apply_change
 from edgemem.ingest.worker import Worker, WriteStep
 from edgemem.recall import pipeline
-from edgemem.recall.basic import Answer
+from edgemem.recall.pipeline import Answer
 from edgemem.runtime.runtime import Runtime
 from edgemem.store import jobs, notes, stats, traces
+from edgemem.store import profile as profile_store
 from edgemem.store import raw as raw_store
 from edgemem.store.db import Store
+from edgemem.text import check_text
 
 log = logging.getLogger(__name__)
 
 RETRY_NOTICE = "\n(not supported by your notes; looking further)\n"
+CHAT_SESSIONS = 64  # chat sessions whose recent turns are held in memory (remember_chat off)
+SEARCH_K = 8  # the notes `search` returns unless asked for another number
+MAX_K = 50  # the most notes `search` and `recent` return
 
 
 
@@ -47,6 +53,10 @@ class Engine:
         self._quiet_router: Any = None
         self._watcher: Watcher | None = None
         self._wake: threading.Event | None = None  # the daemon's worker wake-up, set by start_watching
+        # Chat turns held for each session's active context when they are not stored (remember_chat
+        # off), newest session last; the daemon answers chats on several threads.
+        self._sessions: OrderedDict[str, deque[str]] = OrderedDict()
+        self._sessions_lock = threading.Lock()
 
     @classmethod
     def open(cls, settings: Settings, *, llm: Any = None, embedder: Any = None, steps: list[WriteStep] | None = None,
@@ -70,23 +80,31 @@ class Engine:
         return {"raw_ids": acc.raw_ids, "jobs": acc.job_ids, "notes": self._notes_of(acc.raw_ids) if process else []}
 
     def ingest(self, path: Path | str, *, process: bool = False) -> dict:
-        """Ingest a text/Markdown file or every such file under a folder (one source per file)."""
+        """Ingest a text/Markdown file or every such file under a folder (one source per file).
+
+        A folder's report lists every file it left out, with the reason (a PDF, binary, not UTF-8, too
+        big...), and counts the hidden ones; nothing is dropped without a word."""
         path = Path(path).expanduser()
-        files = accept.iter_text_files(path)
-        report: dict[str, Any] = {"added": [], "unchanged": [], "skipped": []}
+        report: dict[str, Any] = {"added": [], "unchanged": [], "skipped": [], "hidden": 0}
         if path.is_file():
             acc = accept.ingest_file(self.store, path, max_bytes=self.settings.max_file_bytes)
             report["unchanged" if acc.unchanged else "added"].append({"path": str(path), "chunks": len(acc.raw_ids)})
+        elif not path.is_dir():
+            raise BadInput(f"{path} does not exist")
         else:
-            if not files:
-                raise BadInput(f"{path} holds no .txt or .md files")
-            for file in files:
+            scan = accept.scan_folder(path)
+            report["skipped"], report["hidden"] = scan.skipped, scan.hidden
+            if not scan.files:
+                raise BadInput(f"{path} holds no text files ({', '.join(sorted(accept.TEXT_SUFFIXES))}); "
+                               f"{len(scan.skipped)} other file(s) left out")
+            for file in scan.files:
                 try:
                     acc = accept.ingest_file(self.store, file, max_bytes=self.settings.max_file_bytes)
                 except BadInput as exc:
-                    report["skipped"].append({"path": str(file), "reason": str(exc)})
+                    report["skipped"].append({"path": str(file), "reason": accept.skip_reason(exc, file)})
                     continue
                 report["unchanged" if acc.unchanged else "added"].append({"path": str(file), "chunks": len(acc.raw_ids)})
+            report["skipped"].sort(key=lambda s: s["path"])
         if process:
             self.process()
         return report
@@ -132,7 +150,7 @@ class Engine:
         """Copy the live store to ``path`` with SQLite's online backup (safe while serving)."""
         return admin.backup(self.store, Path(path), overwrite=overwrite)
 
-    # -- watched folders (edgemem.daemon.watcher) -------------------------------------------------------
+    # -- watched folders (edgemem.ingest.watcher) -------------------------------------------------------
     @property
     def watcher(self) -> Watcher:
         if self._watcher is None:
@@ -199,9 +217,13 @@ class Engine:
             self._router = Router(self.runtime.embed, self.runtime.interactive)
         return self._router
 
-    def ask(self, question: str, *, session: str | None = None, on_token: Any = None, on_reset: Any = None) -> Answer:
-        """Answer from memory through the MemFlow read path (the flat-RAG baseline lives in eval.baselines)."""
-        question = accept.check_text(question, self.settings.max_text_bytes, "question")
+    def ask(self, question: str, *, session: str | None = None, now: datetime | None = None, on_token: Any = None,
+            on_reset: Any = None) -> Answer:
+        """Answer from memory through the MemFlow read path (the flat-RAG baseline lives in eval.baselines).
+
+        ``now`` is when the question is asked (default: this moment); "how long ago" is measured to it.
+        """
+        question = check_text(question, self.settings.max_text_bytes, "question")
         query_id = uuid.uuid4().hex[:12]
         conn = self.store.conn
         if on_reset is None and on_token is not None:
@@ -211,7 +233,7 @@ class Engine:
                 on_token(RETRY_NOTICE)
         outcome = pipeline.run(conn, question, llm=self.runtime.interactive, embed=self.runtime.embed,
                                router=self.router, recent=self._recent_turns(session), on_token=on_token,
-                               on_reset=on_reset)
+                               on_reset=on_reset, now=_local(now))
         text, trace = outcome.text, outcome.trace
         used = notes.get_many(conn, outcome.note_ids)
         with self.store.transaction() as conn:
@@ -219,41 +241,63 @@ class Engine:
                           route_layer=trace.get("route_layer"), tier=trace.get("tier"), data=trace)
         return Answer(query_id, question, text, used, trace)
 
-    def retrieve(self, question: str) -> Answer:
+    def retrieve(self, question: str, *, now: datetime | None = None) -> Answer:
         """Route, retrieve and pack without generating (evaluation's --retrieval-only); no model call."""
         from edgemem.recall.router import Router
 
         if self._quiet_router is None:
             self._quiet_router = Router(self.runtime.embed, None)
         outcome = pipeline.run(self.store.conn, question, llm=self.runtime.tokenizer, embed=self.runtime.embed,
-                               router=self._quiet_router, retrieval_only=True)
+                               router=self._quiet_router, retrieval_only=True, now=_local(now))
         return Answer("", question, "", notes.get_many(self.store.conn, outcome.note_ids), outcome.trace)
+
+    def search(self, query: str, *, k: int | None = None) -> list[notes.Note]:
+        """The notes ``query`` would be answered from, best first: the read path without generation."""
+        query = check_text(query, self.settings.max_text_bytes, "query")
+        k = _limit(SEARCH_K if k is None else k, "k")
+        return self.retrieve(query).notes[:k]
 
     def _recent_turns(self, session: str | None) -> list[str]:
         if not session:
             return []
+        with self._sessions_lock:
+            held = list(self._sessions.get(session, ()))
         source = raw_store.get_source(self.store.conn, "conversation", session)
-        if source is None:
-            return []
-        return [t.text for t in raw_store.recent_turns(self.store.conn, source.id, pipeline.ACTIVE_TURNS)]
+        stored = [] if source is None else [t.text for t in raw_store.recent_turns(self.store.conn, source.id, pipeline.ACTIVE_TURNS)]
+        return (stored + held)[-pipeline.ACTIVE_TURNS:]
+
+    def _keep_turn(self, message: str, session: str) -> None:
+        """A user's chat turn: a memory with ``remember_chat`` on; otherwise held in this process for
+        the session's active context only, so a question never comes back cited as a memory."""
+        if self.settings.remember_chat:
+            self.remember(message, speaker="user", session=session)
+            return
+        with self._sessions_lock:
+            turns = self._sessions.pop(session, None) or deque(maxlen=pipeline.ACTIVE_TURNS)
+            turns.append(message)
+            self._sessions[session] = turns
+            while len(self._sessions) > CHAT_SESSIONS:
+                self._sessions.popitem(last=False)
 
     def chat(self, message: str, *, session: str, on_token: Any = None) -> Answer:
-        """One chat turn: answer it, then keep the user's words as a conversation turn of ``session``.
+        """One chat turn: answer it, then keep the user's words as a turn of ``session``.
 
-        The turn is stored after answering so the active-context check sees only earlier turns, and
-        stored even when answering fails (raw is sacred). The assistant's replies are not stored: they
-        are derived text, and keeping them would let the model's own guesses come back as memories.
+        Kept after answering so the active-context check sees only earlier turns, and kept even when
+        answering fails. Stored as a memory only with the ``remember_chat`` setting (raw is sacred
+        then); by default a question is not a memory, or later answers would cite it back. The
+        assistant's replies are never stored: they are derived text, and keeping them would let the
+        model's own guesses come back as memories.
         """
-        message = accept.check_text(message, self.settings.max_text_bytes, "message")
+        message = check_text(message, self.settings.max_text_bytes, "message")
         try:
             answer = self.ask(message, session=session, on_token=on_token)
         except BaseException:
             try:
-                self.remember(message, speaker="user", session=session)
+                self._keep_turn(message, session)
             except Exception as exc:  # the answer's failure is the one the caller sees
                 log.warning("chat turn not stored: %s", type(exc).__name__)
             raise
-        self.remember(message, speaker="user", session=session)
+        self._keep_turn(message, session)
         return answer
 
     def why(self, query_id: str) -> dict:
@@ -263,6 +307,20 @@ class Engine:
         return found
 
     # -- inspection -----------------------------------------------------------------------------------
+    def profile(self) -> dict:
+        """The compiled Tier-1 profile (MemFlow §3.1): every fact, current and superseded, with its
+        validity and the notes that stated it; each key's history oldest first."""
+        facts = profile_store.all_facts(self.store.conn)
+        rows = [{"id": f.id, "key": f.key, "subject": f.subject, "kind": f.kind, "attribute": f.attribute,
+                 "value": f.value, "valid_from": f.valid_from, "valid_to": f.valid_to, "current": f.is_current,
+                 "sources": f.sources} for f in facts]
+        current = sum(f.is_current for f in facts)
+        return {"facts": rows, "current": current, "superseded": len(facts) - current}
+
+    def recent(self, limit: int = 20) -> list[notes.Note]:
+        """The newest notes by event time, newest first."""
+        return notes.recent(self.store.conn, _limit(limit, "limit"))
+
     def note(self, note_id: int) -> dict:
         found = notes.get(self.store.conn, note_id)
         if found is None:
@@ -283,6 +341,7 @@ class Engine:
             "model": self.runtime.model_name,
             "model_state": self.runtime.llm_state,
             "model_error": self.runtime.llm_error,
+            **self.runtime.model_info(),
             "embedder": self.runtime.embed_name,
             "stats": stats.all_stats(conn),
         }
@@ -298,3 +357,15 @@ class Engine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+
+def _limit(n: int, name: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_K:
+        raise BadInput(f"{name} must be a whole number from 1 to {MAX_K}, got {n!r:.20}")
+    return n
+
+
+def _local(now: datetime | None) -> datetime:
+    """``now`` as local wall-clock time, the form of every time in the store (default: this moment)."""
+    if now is None:
+        return datetime.now()
+    return now.astimezone().replace(tzinfo=None) if now.tzinfo is not None else now

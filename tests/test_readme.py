@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -46,7 +47,7 @@ def test_every_listed_command_exists_and_has_help() -> None:
 def test_every_command_is_in_the_readme() -> None:
     runner = CliRunner()
     out = runner.invoke(app, ["--help"], env={"COLUMNS": "200"}).output
-    commands = re.findall(r"^│ ([a-z][a-z-]+)\s{2,}", out, re.MULTILINE)
+    commands = re.findall(r"^  ([a-z][a-z-]+)\s{2,}", out.split("\nCommands:\n", 1)[1], re.MULTILINE)
     missing = [c for c in commands if f"`{c}" not in README]
     assert commands and not missing, f"README does not document: {missing}"
 
@@ -64,11 +65,12 @@ def test_quickstart_runs_and_cites_the_fact(tmp_path: Path) -> None:
     assert proc.returncode == 0 or (proc.returncode == 1 and "did not come from the remembered note" in proc.stderr), proc.stderr
     assert "remember: My sister Ana's birthday" in out and "ask: What flowers" in out
     # The 135M model is too weak to be judged on its answer (CI runs the README command on the default
-    # model); here: the whole path ran and left a trace that `why` can show.
-    query_id = re.search(r"\(query ([0-9a-f]{12});", out).group(1)
-    why = subprocess.run([sys.executable, "-m", "edgemem", "--local", "--json", "--db",
-                          str(tmp_path / "home" / "data" / "quickstart.db"), "why", query_id],
-                         env=env, capture_output=True, text=True, timeout=120)
+    # model); here: the whole path ran and left a trace that the `why` command it printed shows.
+    hint = re.search(r"\(query ([0-9a-f]{12}); `(edgemem [^`]+)` shows how it was answered\)", out)
+    assert hint is not None, out
+    argv = shlex.split(hint.group(2))
+    assert argv[-2:] == ["why", hint.group(1)] and "--local" in argv
+    why = subprocess.run([sys.executable, "-m", *argv, "--json"], env=env, capture_output=True, text=True, timeout=120)
     assert why.returncode == 0, why.stderr
     assert '"route_tag"' in why.stdout and '"stages"' in why.stdout
     assert (tmp_path / "home" / "data" / "edgemem.db").exists()  # setup created the real store too

@@ -63,12 +63,6 @@ class Forbidden(ProtocolError):
     code = "forbidden"
 
 
-class Unavailable(ProtocolError):
-    """A known method whose engine side is not in this build."""
-
-    code = "unavailable"
-
-
 class ShuttingDown(DaemonUnavailable):
     """The daemon is stopping and takes no new requests."""
 
@@ -130,7 +124,9 @@ _INT = (int,)
 _BOOL = (bool,)
 
 METHODS: dict[str, Method] = {
-    "ask": Method({"question": Param(_STR, True), "session": Param(_STR), "stream": Param(_BOOL, default=True)}, streams=True),
+    # "now": when the question is asked (ISO 8601 date or time; the daemon's clock when absent)
+    "ask": Method({"question": Param(_STR, True), "session": Param(_STR), "now": Param(_STR),
+                   "stream": Param(_BOOL, default=True)}, streams=True),
     "chat": Method({"message": Param(_STR, True), "session": Param(_STR), "stream": Param(_BOOL, default=True)}, streams=True),
     "remember": Method({"text": Param(_STR, True), "speaker": Param(_STR), "when": Param(_STR), "session": Param(_STR)}),
     "ingest": Method({"path": Param(_STR, True)}),
@@ -139,6 +135,8 @@ METHODS: dict[str, Method] = {
     "export": Method({"format": Param(_STR, True), "path": Param(_STR, True)}),
     "status": Method(),
     "profile": Method(),
+    "search": Method({"query": Param(_STR, True), "k": Param(_INT)}),
+    "recent": Method({"limit": Param(_INT, default=20)}),
     "watch.add": Method({"path": Param(_STR, True)}),
     "watch.remove": Method({"path": Param(_STR, True)}),
     "watch.list": Method(),
@@ -148,6 +146,7 @@ METHODS: dict[str, Method] = {
 }
 
 _PATH_PARAMS = {"ingest", "export", "watch.add", "watch.remove"}  # resolved by the client, against its cwd
+_TIME_PARAMS = ("when", "now")  # ISO 8601 strings on the wire, checked here
 
 
 @dataclass(frozen=True)
@@ -186,12 +185,19 @@ def _check_params(method: str, params: dict[str, Any], request_id: Any) -> dict[
         out[name] = value
     if method in _PATH_PARAMS and not out["path"].startswith("/"):
         raise _fail(BadParams(f"{method}: path must be absolute (the client resolves it against its working folder)"), request_id)
-    if out.get("when") is not None:
-        try:
-            datetime.fromisoformat(out["when"])
-        except ValueError:
-            raise _fail(BadParams(f"{method}: 'when' must be an ISO 8601 time, got {out['when']!r:.60}"), request_id) from None
+    for name in _TIME_PARAMS:
+        if out.get(name) is not None:
+            try:
+                parse_time(out[name])
+            except ValueError:
+                raise _fail(BadParams(f"{method}: {name!r} must be an ISO 8601 date or time, got {out[name]!r:.60}"),
+                            request_id) from None
     return out
+
+
+def parse_time(value: str) -> datetime:
+    """An ISO 8601 date ("2023-05-20", midnight) or time ("2023-05-20T14:30", offsets allowed)."""
+    return datetime.fromisoformat(value)
 
 
 def decode(frame: bytes) -> Request:
@@ -301,10 +307,20 @@ class FrameReader:
 
 # -- results shared by the daemon and --local -------------------------------------------------------
 def answer_result(answer: Any, **extra: Any) -> dict:
-    """The wire (and ``--json``) form of an :class:`edgemem.recall.basic.Answer`."""
+    """The wire (and ``--json``) form of an :class:`edgemem.recall.pipeline.Answer`."""
     return {
         "query_id": answer.query_id,
         "answer": answer.text,
-        "notes": [{"id": n.id, "date": n.event_time, "speaker": n.speaker, "content": n.content} for n in answer.notes],
+        "notes": [note_result(n) for n in answer.notes],
         **extra,
     }
+
+
+def note_result(note: Any) -> dict:
+    """The wire form of a note as answers, ``search`` and ``recent`` cite it."""
+    return {"id": note.id, "date": note.event_time, "speaker": note.speaker, "content": note.content}
+
+
+def notes_result(notes: list[Any], **extra: Any) -> dict:
+    """The wire form of ``search`` and ``recent``: the notes, best (or newest) first."""
+    return {**extra, "notes": [note_result(n) for n in notes]}

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import functools
 import itertools
 import logging
@@ -38,11 +37,12 @@ from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
 
-from edgemem import __version__
+from edgemem import __version__, display
 from edgemem.config import Settings
 from edgemem.daemon import protocol
-from edgemem.daemon.protocol import Forbidden, InternalError, Request, ShuttingDown, Unavailable
-from edgemem.errors import ConfigError, EdgememError, StoreError
+from edgemem.daemon.protocol import Forbidden, InternalError, Request, ShuttingDown
+from edgemem.errors import ConfigError, EdgememError
+from edgemem.store.lock import StoreLock
 
 log = logging.getLogger(__name__)
 
@@ -51,35 +51,6 @@ MAX_SOCKET_PATH = 107  # sizeof(sockaddr_un.sun_path) - 1 on Linux
 READ_CHUNK = 64 * 1024
 INFLIGHT_PER_CONNECTION = 16  # past this a connection is not read until a request finishes (backpressure)
 _END = object()
-
-
-# -- store lock -----------------------------------------------------------------------------------
-class StoreLock:
-    """An exclusive ``flock`` on ``<db>.lock``: one daemon per store; released by the kernel on exit."""
-
-    def __init__(self, database: Path) -> None:
-        self.path = database.with_name(database.name + ".lock")
-        self._fd: int | None = None
-
-    def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
-            os.close(fd)
-            raise StoreError(f"another edgemem daemon (pid {holder}) is already serving {self.path.with_suffix('')}; "
-                             "stop it first, or point this one at another store with --db") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._fd = fd
-
-    def release(self) -> None:
-        # The file stays: unlinking a lock file lets a racing daemon lock a different inode.
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
 
 # -- sockets --------------------------------------------------------------------------------------
@@ -272,9 +243,10 @@ class Connection:
 
     async def dispatch(self, item: bytes | object) -> None:
         if item is protocol.OVERSIZED:
-            limit = self.server.settings.max_frame_bytes
+            limit = display.size(self.server.settings.max_frame_bytes)
             await self.send(protocol.error(None, protocol.FrameTooLarge(
-                f"frame over {limit} bytes discarded up to its newline (setting max_frame_bytes)")))
+                f"a request over {limit} was refused (setting max_frame_bytes); to keep a long text, "
+                "save it to a file and use `edgemem ingest`")))
             return
         try:
             req = protocol.decode(item)  # type: ignore[arg-type]
@@ -333,6 +305,7 @@ class Server:
         self.handlers: dict[str, Callable[[Connection, Request], Any]] = {
             "ask": self._ask, "chat": self._chat, "remember": self._remember, "ingest": self._ingest,
             "forget": self._forget, "export": self._export, "status": self._status, "profile": self._profile,
+            "search": self._search, "recent": self._recent,
             "watch.add": self._watch_add, "watch.remove": self._watch_remove, "watch.list": self._watch_list,
             "trace": self._trace, "note": self._note, "shutdown": self._shutdown,
         }
@@ -544,15 +517,11 @@ class Server:
         finally:
             self._cancels.discard(cancel)
 
-    def _optional(self, name: str, method: str) -> Callable[..., Any]:
-        fn = getattr(self.engine, name, None)
-        if fn is None:
-            raise Unavailable(f"`{method}` is not available in this edgemem build")
-        return fn
-
     async def _ask(self, conn: Connection, req: Request) -> dict:
         p = req.params
-        answer = await self._model_call(conn, req, lambda on_token: self.engine.ask(p["question"], session=p["session"], on_token=on_token))
+        now = protocol.parse_time(p["now"]) if p["now"] is not None else None  # None: the engine's clock
+        answer = await self._model_call(
+            conn, req, lambda on_token: self.engine.ask(p["question"], session=p["session"], now=now, on_token=on_token))
         return protocol.answer_result(answer)
 
     async def _chat(self, conn: Connection, req: Request) -> dict:
@@ -575,28 +544,34 @@ class Server:
         self._wake.set()
         return out
 
-    async def _forget(self, conn: Connection, req: Request) -> Any:
-        fn = self._optional("forget", req.method)
+    async def _forget(self, conn: Connection, req: Request) -> dict:
         p = req.params
-        return await self._store_call(lambda: fn(note_id=p["note_id"], source=p["source"], query=p["query"], confirm=p["confirm"]))
+        return await self._store_call(lambda: self.engine.forget(note_id=p["note_id"], source=p["source"], query=p["query"],
+                                                                 confirm=p["confirm"]))
 
-    async def _export(self, conn: Connection, req: Request) -> Any:
-        fn = self._optional("export", req.method)
-        return await self._store_call(lambda: fn(req.params["format"], req.params["path"]))
+    async def _export(self, conn: Connection, req: Request) -> dict:
+        return await self._store_call(lambda: self.engine.export(req.params["format"], req.params["path"]))
 
-    async def _profile(self, conn: Connection, req: Request) -> Any:
-        return await self._store_call(self._optional("profile", req.method))
+    async def _profile(self, conn: Connection, req: Request) -> dict:
+        return await self._store_call(self.engine.profile)
 
-    async def _watch_add(self, conn: Connection, req: Request) -> Any:
-        fn = self._optional("watch_add", req.method)
-        return await self._store_call(lambda: fn(req.params["path"]))
+    async def _search(self, conn: Connection, req: Request) -> dict:
+        # Retrieval only: embedder and tokenizer, never the model, so it runs beside answers.
+        p = req.params
+        found = await self._store_call(lambda: self.engine.search(p["query"], k=p["k"]))
+        return protocol.notes_result(found, query=p["query"])
 
-    async def _watch_remove(self, conn: Connection, req: Request) -> Any:
-        fn = self._optional("watch_remove", req.method)
-        return await self._store_call(lambda: fn(req.params["path"]))
+    async def _recent(self, conn: Connection, req: Request) -> dict:
+        return protocol.notes_result(await self._store_call(lambda: self.engine.recent(req.params["limit"])))
 
-    async def _watch_list(self, conn: Connection, req: Request) -> Any:
-        return await self._store_call(self._optional("watch_list", req.method))
+    async def _watch_add(self, conn: Connection, req: Request) -> dict:
+        return await self._store_call(lambda: self.engine.watch_add(req.params["path"]))
+
+    async def _watch_remove(self, conn: Connection, req: Request) -> dict:
+        return await self._store_call(lambda: self.engine.watch_remove(req.params["path"]))
+
+    async def _watch_list(self, conn: Connection, req: Request) -> list[dict]:
+        return await self._store_call(self.engine.watch_list)
 
     async def _trace(self, conn: Connection, req: Request) -> dict:
         return await self._store_call(lambda: self.engine.why(req.params["query_id"]))

@@ -32,7 +32,10 @@ GPU_INCOMPATIBLE = ("PrivateDevices", "MemoryDenyWriteExecute")
 
 @dataclass
 class Result:
-    """What install / uninstall did: files written or removed, commands run, commands left to run."""
+    """What install / uninstall did: files written or removed, commands run, commands left to run.
+
+    A dry run writes and runs nothing: ``files`` and ``to_run`` are what it would write and run, and
+    ``units`` holds each file's content."""
 
     action: str
     platform: str
@@ -40,6 +43,8 @@ class Result:
     ran: list[str] = field(default_factory=list)
     to_run: list[str] = field(default_factory=list)
     error: str | None = None
+    dry_run: bool = False
+    units: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -47,7 +52,8 @@ class Result:
 
     def as_dict(self) -> dict:
         return {"action": self.action, "platform": self.platform, "ok": self.ok, "files": self.files,
-                "ran": self.ran, "to_run": self.to_run, "error": self.error}
+                "ran": self.ran, "to_run": self.to_run, "error": self.error, "dry_run": self.dry_run,
+                "units": self.units}
 
 
 # -- locations --------------------------------------------------------------------------------------
@@ -186,30 +192,47 @@ def _write(path: Path, payload: bytes) -> None:
     os.replace(tmp, path)
 
 
-def install(settings: Settings, *, exe: Sequence[str] | None = None, system: str | None = None) -> Result:
-    """Render and write the units (or the launchd agent) and enable socket activation."""
+def install(settings: Settings, *, exe: Sequence[str] | None = None, system: str | None = None,
+            dry_run: bool = False) -> Result:
+    """Render and write the units (or the launchd agent) and enable socket activation; with
+    ``dry_run``, only render them and list the commands (no folder, file or command touched)."""
     system = system or platform.system()
     exe = list(exe or executable())
-    for folder in writable_dirs(settings):  # ReadWritePaths= must exist when the service starts
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if system == "Darwin":
-        result = Result("install", "launchd")
-        path = agent_dir() / PLIST
-        _write(path, render_launchd(settings, exe))
-        settings.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        result.files.append(str(path))
-        domain = f"gui/{os.getuid()}"
-        _run(result, [["launchctl", "bootout", f"{domain}/{LABEL}"]] if _launchd_loaded(domain) else [])
-        _run(result, [["launchctl", "bootstrap", domain, str(path)]])
-        return result
-    if system != "Linux":
+    if system not in ("Darwin", "Linux"):
         raise ConfigError(f"`edgemem service` supports Linux (systemd) and macOS (launchd), not {system}")
-    result = Result("install", "systemd")
+    if not dry_run:
+        for folder in writable_dirs(settings):  # ReadWritePaths= must exist when the service starts
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if system == "Darwin":
+        result = Result("install", "launchd", dry_run=dry_run)
+        path = agent_dir() / PLIST
+        payload = render_launchd(settings, exe)
+        domain = f"gui/{os.getuid()}"
+        commands = [["launchctl", "bootout", f"{domain}/{LABEL}"]] if _launchd_loaded(domain) else []
+        commands.append(["launchctl", "bootstrap", domain, str(path)])
+        result.files.append(str(path))
+        if dry_run:
+            result.units[str(path)] = payload.decode("utf-8")
+            result.to_run = [" ".join(cmd) for cmd in commands]
+            return result
+        _write(path, payload)
+        settings.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _run(result, commands[:-1])
+        _run(result, commands[-1:])
+        return result
+    result = Result("install", "systemd", dry_run=dry_run)
     target = unit_dir()
+    commands = [["systemctl", "--user", "daemon-reload"], ["systemctl", "--user", "enable", "--now", "edgemem.socket"]]
     for name, text in render_systemd(settings, exe).items():
-        _write(target / name, text.encode("utf-8"))
         result.files.append(str(target / name))
-    _run(result, [["systemctl", "--user", "daemon-reload"], ["systemctl", "--user", "enable", "--now", "edgemem.socket"]])
+        if dry_run:
+            result.units[str(target / name)] = text
+        else:
+            _write(target / name, text.encode("utf-8"))
+    if dry_run:
+        result.to_run = [" ".join(cmd) for cmd in commands]
+    else:
+        _run(result, commands)
     return result
 
 

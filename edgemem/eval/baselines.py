@@ -3,7 +3,7 @@
 MemFlow compares against both (section 4, Table 1; Appendix C):
 
 - **Flat RAG** — hybrid BM25 + dense top-8 fused by RRF, one answer call, no routing, no packer, no
-  validator: :func:`edgemem.recall.basic.flat_answer`, the walking skeleton's read path, reused.
+  validator (:func:`flat_answer`): the retrieval the full pipeline starts from, with nothing after it.
 - **Full context** — no retrieval: the most recent raw turns that fit the model's window, packed
   newest-first until ``n_ctx`` minus the answer reserve is spent, then shown in chronological
   order in one prompt. MemFlow's full-context SLM baseline likewise truncates the history to the
@@ -23,15 +23,48 @@ from typing import Any
 
 from edgemem import prompts
 from edgemem.errors import ContextTooLong
-from edgemem.eval.harness import Outcome
-from edgemem.recall.basic import flat_answer, note_line
+from edgemem.eval.systems import SystemOutput
+from edgemem.recall.pipeline import ABSTAIN
 from edgemem.recall.retrieve import hybrid
 from edgemem.store import notes as notes_store
 from edgemem.store import raw as raw_store
+from edgemem.store.notes import Note
 from edgemem.store.raw import Turn
 
 RAG_K = 8  # MemFlow's flat RAG baseline: hybrid top-8
 ANSWER_TOKENS = 200  # the reserve for the answer, as flat_answer's max_tokens
+
+
+def note_line(i: int, note: Note) -> str:
+    """A retrieved note as the baselines show it: ``[i] (2023-05-08) Caroline: text``."""
+    day = note.event_time[:10]
+    who = f" {note.speaker}:" if note.speaker else ""
+    return f"[{i}] ({day}){who} {note.content}"
+
+
+def flat_answer(conn: Any, llm: Any, embed: Any, question: str, *, k: int = RAG_K,
+                on_token: Any = None) -> tuple[str, list[Note], dict]:
+    """Hybrid top-``k`` → one grounded answer call citing the notes; abstains when nothing is found."""
+    t0 = time.perf_counter()
+    vector = embed([question])[0]
+    hits = hybrid(conn, question, vector, k)
+    found = notes_store.get_many(conn, [h.note_id for h in hits])
+    t1 = time.perf_counter()
+    if not found:
+        if on_token:
+            on_token(ABSTAIN)
+        return ABSTAIN, [], {"retrieve_ms": (t1 - t0) * 1000, "retrieved": []}
+    block = "\n".join(note_line(i, n) for i, n in enumerate(found, start=1))
+    result = llm.complete(_messages(block, question), max_tokens=ANSWER_TOKENS, on_token=on_token)
+    trace = {
+        "retrieved": [h.note_id for h in hits],
+        "retrieve_ms": (t1 - t0) * 1000,
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "prefill_ms": result.prefill_ms,
+        "generate_ms": result.generate_ms,
+    }
+    return result.text.strip(), found, trace
 
 
 class FlatRAG:
@@ -47,20 +80,20 @@ class FlatRAG:
         block = "\n".join(note_line(i, n) for i, n in enumerate(found, start=1))
         return self.llm.count_tokens(block)
 
-    def answer(self, question: str, now: datetime | None) -> Outcome:  # noqa: ARG002 - same call as the others
+    def answer(self, question: str, now: datetime | None) -> SystemOutput:  # noqa: ARG002 - same call as the others
         runtime = self.engine.runtime
         text, found, trace = flat_answer(self.engine.store.conn, runtime.interactive, runtime.embed, question, k=RAG_K)
         trace["system"] = "rag"
-        return Outcome(text, list(found), trace, self._packed(found))
+        return SystemOutput(text, list(found), trace, self._packed(found))
 
-    def retrieve(self, question: str, now: datetime | None) -> Outcome:  # noqa: ARG002
+    def retrieve(self, question: str, now: datetime | None) -> SystemOutput:  # noqa: ARG002
         conn = self.engine.store.conn
         t0 = time.perf_counter()
         vector = self.engine.runtime.embed([question])[0]
         hits = hybrid(conn, question, vector, RAG_K)
         found = notes_store.get_many(conn, [h.note_id for h in hits])
         trace = {"system": "rag", "retrieved": [h.note_id for h in hits], "retrieve_ms": (time.perf_counter() - t0) * 1000}
-        return Outcome(None, found, trace, self._packed(found))
+        return SystemOutput(None, found, trace, self._packed(found))
 
 
 def turn_line(i: int, turn: Turn) -> str:
@@ -123,7 +156,7 @@ class FullContext:
         block = "\n".join(turn_line(i, t) for i, t in enumerate(kept, start=1))
         return kept, messages, self.llm.count_tokens(block) if kept else 0
 
-    def answer(self, question: str, now: datetime | None) -> Outcome:  # noqa: ARG002
+    def answer(self, question: str, now: datetime | None) -> SystemOutput:  # noqa: ARG002
         t0 = time.perf_counter()
         kept, messages, packed = self._pack(question)
         t1 = time.perf_counter()
@@ -132,11 +165,11 @@ class FullContext:
                  "turns_kept": len(kept), "prompt_tokens": result.prompt_tokens,
                  "completion_tokens": result.completion_tokens, "prefill_ms": result.prefill_ms,
                  "generate_ms": result.generate_ms}
-        return Outcome(result.text.strip(), [], trace, packed, context_raw_ids=[t.id for t in kept])
+        return SystemOutput(result.text.strip(), [], trace, packed, context_raw_ids=[t.id for t in kept])
 
-    def retrieve(self, question: str, now: datetime | None) -> Outcome:  # noqa: ARG002
+    def retrieve(self, question: str, now: datetime | None) -> SystemOutput:  # noqa: ARG002
         t0 = time.perf_counter()
         kept, _messages_, packed = self._pack(question)
         trace = {"system": "full-context", "pack_ms": (time.perf_counter() - t0) * 1000,
                  "turns_total": len(self.turns), "turns_kept": len(kept)}
-        return Outcome(None, [], trace, packed, context_raw_ids=[t.id for t in kept])
+        return SystemOutput(None, [], trace, packed, context_raw_ids=[t.id for t in kept])

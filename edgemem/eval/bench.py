@@ -3,7 +3,7 @@
 Everything is measured in one run on this machine, so the ratios between sizes are meaningful;
 medians (and p90) are reported, never single timings.
 
-- **store** (issue 2's benchmark; ``--store-only`` runs just this): bulk insert throughput, the
+- **store** (``--store-only`` runs just this): bulk insert throughput, the
   latency of one committed note (one transaction, ``synchronous=FULL``: an fsync), and KNN
   (sqlite-vec, k = 10) and FTS5 query latency at 1k and 10k notes.
 - **retrieval + packing** at 1k / 10k / 100k notes without a model: query embedding, hybrid BM25 +
@@ -43,9 +43,9 @@ import numpy as np
 
 from edgemem.config import Settings
 from edgemem.errors import BadInput
+from edgemem.eval.baselines import note_line
 from edgemem.eval.harness import MeteredLLM, load_default_embedder, load_default_llm, progress_bar
 from edgemem.eval.metrics import percentiles
-from edgemem.recall.basic import note_line
 from edgemem.recall.retrieve import hybrid
 from edgemem.runtime.embed import DIMS
 from edgemem.store import notes

@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import inspect
 import json
 import logging
 import os
@@ -39,19 +38,23 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgemem.config import Settings
 from edgemem.errors import BadInput, EdgememError
+from edgemem.eval import baselines
+from edgemem.eval.systems import System, SystemOutput
 from edgemem.ingest.importers import ChatSession, import_sessions
 from edgemem.store import notes as notes_store
 from edgemem.store import raw as raw_store
+
+if TYPE_CHECKING:
+    from edgemem.engine import Engine
 
 log = logging.getLogger(__name__)
 
 SYSTEMS = ("edgemem", "rag", "full-context")
 STEPS = ("default", "none")
-RECALL_K = 10  # retrieval-only keeps this many ranked notes (recall is reported at 5 and 10)
 
 
 # -- the data a benchmark hands the harness --------------------------------------------------------
@@ -71,18 +74,6 @@ class Conversation:
     sessions: list[ChatSession]
     questions: list[Question]
     now: datetime | None = None  # when the questions are asked, where the benchmark says
-
-
-@dataclass
-class Outcome:
-    """What a system produced for one question (``text`` is None in retrieval-only runs)."""
-
-    text: str | None
-    items: list[Any] = field(default_factory=list)  # notes / evidence in the order the system ranked them
-    trace: dict = field(default_factory=dict)
-    packed_tokens: int | None = None
-    query_id: str | None = None
-    context_raw_ids: list[int] | None = None  # full-context: every turn in the window
 
 
 @dataclass
@@ -376,54 +367,30 @@ def stages_of(trace: dict) -> dict:
 
 
 # -- the edgemem system ---------------------------------------------------------------------------------
-def _call(fn: Callable[..., Any], question: str, now: datetime | None) -> Any:
-    """Call ``fn(question)``, passing ``now`` when the read path accepts one."""
-    accepts_now = False
-    if now is not None:
-        with contextlib.suppress(TypeError, ValueError):  # builtins and C callables have no signature
-            accepts_now = "now" in inspect.signature(fn).parameters
-    return fn(question, now=now) if accepts_now else fn(question)
-
-
 class EdgememSystem:
-    """The pipeline the daemon runs: ``Engine.ask``; retrieval-only uses ``Engine.retrieve`` when the
-    engine has one, else the hybrid top-k the pipeline starts from (``recall.retrieve.hybrid``)."""
+    """The pipeline the daemon runs: ``Engine.ask``, or ``Engine.retrieve`` (route, retrieve, pack,
+    no model call) for retrieval-only runs; both get the time the benchmark asks the question at."""
 
     name = "edgemem"
 
-    def __init__(self, engine: Any, llm: Any) -> None:
+    def __init__(self, engine: Engine, llm: Any) -> None:
         self.engine = engine
 
-    def answer(self, question: str, now: datetime | None) -> Outcome:
-        answer = _call(self.engine.ask, question, now)
-        trace = dict(answer.trace or {})
-        return Outcome(answer.text, list(answer.notes or []), trace, _int(trace.get("packed_tokens")), answer.query_id)
+    def answer(self, question: str, now: datetime | None) -> SystemOutput:
+        answer = self.engine.ask(question, now=now)
+        return SystemOutput(answer.text, list(answer.notes), dict(answer.trace),
+                            _int(answer.trace.get("packed_tokens")), answer.query_id)
 
-    def retrieve(self, question: str, now: datetime | None) -> Outcome:
-        if hasattr(self.engine, "retrieve"):
-            result = _call(self.engine.retrieve, question, now)
-            items = next((found for name in ("notes", "evidence", "note_ids")
-                          if (found := _get(result, name)) is not None), [])
-            trace = dict(_get(result, "trace") or {})
-            return Outcome(None, list(items), trace, _int(trace.get("packed_tokens")), _get(result, "query_id"))
-        from edgemem.recall.retrieve import hybrid
-
-        conn = self.engine.store.conn
-        t0 = time.perf_counter()
-        vector = self.engine.runtime.embed([question])[0]
-        hits = hybrid(conn, question, vector, RECALL_K)
-        trace = {"retrieval": "hybrid (no Engine.retrieve)", "retrieved": [h.note_id for h in hits],
-                 "retrieve_ms": (time.perf_counter() - t0) * 1000}
-        return Outcome(None, [h.note_id for h in hits], trace)
+    def retrieve(self, question: str, now: datetime | None) -> SystemOutput:
+        found = self.engine.retrieve(question, now=now)
+        return SystemOutput(None, list(found.notes), dict(found.trace), _int(found.trace.get("packed_tokens")))
 
 
 def _int(value: Any) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def make_system(name: str, engine: Any, llm: Any) -> Any:
-    from edgemem.eval import baselines
-
+def make_system(name: str, engine: Any, llm: Any) -> System:
     if name == "edgemem":
         return EdgememSystem(engine, llm)
     if name == "rag":

@@ -3,7 +3,7 @@
 DESIGN.md Principle 6, "Time is data": every raw record has an event time, and relative expressions
 ("yesterday", "last Friday", "two weeks ago") are resolved against that event time at ingestion and
 stored on the note as absolute dates. Date arithmetic is code, never a prompt (Principle 2): the
-small models edgemem runs get it wrong (ENVIRONMENT.md measured "3 days" for 18).
+small models edgemem runs get it wrong.
 
 LoCoMo (Maharana et al., ACL 2024) grades temporal questions this way. A speaker says "yesterday" in
 a session dated "1:56 pm on 8 May, 2023" and the gold answer is "7 May 2023"; vaguer phrases get
@@ -40,13 +40,10 @@ Conventions (where LoCoMo's gold answers show one, it is theirs):
   going to ...); the nearest marker wins.
 
 Library decision: rules over ``re`` plus python-dateutil's ``relativedelta`` (calendar-correct
-month and year steps), not dateparser. dateparser 1.5.0's ``search_dates``, run over the 788 turns
-of the two LoCoMo development conversations with the session time as base, returned 201 matches of
-which 128 were false: "we" read as Wednesday 93 times, "now" 19 times, "the sun", "may", "one-on-one",
-"9-5", "a second", "4 years" (a duration). It also returns points, not spans: "last week" became one
-day seven days back, "last month" the same day a month back, so the granularity rules below would be
-needed anyway. These rules found 111 phrases in the same turns, one of them an idiom ("feels like
-just yesterday") and none a misread word. Ambiguous words ("May", "March", "Sat", "Sun", "Wed") only
+month and year steps), not dateparser. dateparser's ``search_dates`` reads ordinary words in
+conversation as dates ("we" as Wednesday, "now", "the sun", "may", "a second") and returns points,
+not spans ("last week" becomes one day seven days back), so the granularity rules would be needed
+anyway. Ambiguous words ("May", "March", "Sat", "Sun", "Wed") only
 count when capitalised and in a date-shaped context: a day number, a year, or a word such as "in",
 "last" or "on" before them. A bare month name ("June said hi") is never a date.
 """
@@ -60,12 +57,10 @@ from typing import Callable, Optional
 
 from dateutil.relativedelta import relativedelta
 
-__all__ = ["ResolvedDate", "resolve_dates", "annotate", "parse_when"]
+from edgemem.text import MONTH_NAMES as _MONTH_NAMES
+from edgemem.text import day_label as _day_label
 
-_MONTH_NAMES = [
-    "January", "February", "March", "April", "May", "June",
-    "July", "August", "September", "October", "November", "December",
-]
+__all__ = ["ResolvedDate", "resolve_dates", "annotate", "parse_when"]
 
 
 @dataclass(frozen=True)
@@ -137,15 +132,6 @@ def parse_when(value: str) -> datetime:
 
 
 # --- labels -------------------------------------------------------------------------------------
-
-
-def _day_label(day: date, *, month: bool = True, year: bool = True) -> str:
-    parts = [str(day.day)]
-    if month:
-        parts.append(_MONTH_NAMES[day.month - 1])
-    if year:
-        parts.append(str(day.year))
-    return " ".join(parts)
 
 
 def _month_label(day: date, *, year: bool = True) -> str:

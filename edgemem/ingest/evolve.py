@@ -2,16 +2,15 @@
 
 For a new note, M_local is its k_local = 5 nearest notes *within its cluster* (during the cold start,
 before any cluster exists, the buffer counts as one cluster). CLAG asks the SLM once for the links
-(L_new) and once per neighbour for its rewrite (m*_j): up to six calls per note, about 40x the write
-path's model budget on a laptop CPU (0.3 calls per turn in all). edgemem keeps the structure and
-makes the decisions in code:
+(L_new) and once per neighbour for its rewrite (m*_j): up to six calls per note, far more than the
+whole write path can spend on a laptop CPU. edgemem keeps the structure and makes the decisions in
+code:
 
 - Link: a RELATED link new → neighbour when the two are close (cosine >= ``link_min``) *and* the
   keywords they share are specific enough: the sum of their idf, log(N / df) over the active notes
   (df from MemFly's keyword index), reaches ``anchor_idf`` = log 20, i.e. one keyword carried by at
   most 5% of the notes, or two commoner ones. Speakers' names never count. Without this anchor,
-  conversation turns link on "glad" or on the other speaker's name (measured on LoCoMo conv-26:
-  three links per note, most of them small talk).
+  conversation turns link on "glad" or on the other speaker's name: small talk, not memory.
 - Rewrite: each linked neighbour's tags gain the two most specific shared keywords (the anchor of
   the link) and its cluster's tags, capped at ``max_tags``; its content and context stay as they
   were, and raw_turns are never touched.
@@ -29,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from edgemem.ingest import worker as _worker
 from edgemem.ingest.notes import NoteDraft
 from edgemem.store import clusters, links, notes, ops, topics
 
@@ -104,9 +102,7 @@ class EvolvePlan:
     params: EvolveParams
     ctx: Any
 
-    def apply(self, conn: Any, draft: NoteDraft, note_id: int | None) -> int | None:
-        if note_id is None:
-            note_id = _worker.insert_note(conn, draft)
+    def apply(self, conn: Any, draft: NoteDraft, note_id: int) -> int:
         note = notes.get(conn, note_id)
         if note is None or note.raw_id != draft.raw_ids[0]:
             return note_id  # merged into an older note: the gate's merge was its update

@@ -6,18 +6,16 @@ Cascade (DESIGN Principle 2), per new note:
    sparse (FTS5) neighbours, each scored by cosine similarity to the new note.
 2. **Floor**: only candidates at cosine >= ``SIMILARITY_FLOOR`` go further; a note with none is
    appended without a model call. MemFly asks the LLM about every candidate pair; with a 0.5-2B model
-   on a laptop that is unaffordable, so the floor is set from the measured distribution of
-   nearest-earlier-neighbour cosines of real LoCoMo dev turns (all-MiniLM-L6-v2 on "speaker: text"):
-   p50 0.72 / 0.73, p90 0.82 / 0.83, p95 0.85 / 0.86 (conv-26 / conv-30). Chit-chat paraphrases
-   ("Thanks, Mel! Your kind words mean a lot") fill the top of that distribution. At 0.86, run
-   through the worker, 16 of 419 (conv-26) and 20 of 369 (conv-30) turns reach the model: 0.04-0.05
-   calls per turn, leaving most of the write path's 0.3 calls per turn to the other steps.
+   on a laptop that is unaffordable, so the floor sits at the top of the distribution of
+   nearest-earlier-neighbour cosines of conversation turns, where near-repeats and chit-chat
+   paraphrases ("Thanks, Mel! Your kind words mean a lot") are: only a few turns in a hundred reach
+   the model, leaving the write path's model budget to the other steps.
 3. **Rule**: the same speaker saying the same words again (identical normalised text) is merged
    without asking the model.
 4. **Model**: ONE schema-constrained call scores every remaining candidate at once, keyed by small
    integer handles "1".."n" that are mapped back to note ids (STYLE "Model calls"). Each handle is a
    required property, so the grammar makes even a tiny model score every candidate exactly once
-   (a list of items let SmolLM2-135M score note 1 twice); scores sit on a 0.1 grid the grammar also
+   (a list of items would let it score one note twice); scores sit on a 0.1 grid the grammar also
    enforces, so no reply falls outside [0, 1].
 5. **Decision** (:func:`decide`, Appendix C thresholds): redundancy >= τm = 0.7 merges into the most
    redundant candidate; otherwise complementarity >= τl = 0.5 links with the model's relation
@@ -29,16 +27,15 @@ Cascade (DESIGN Principle 2), per new note:
 7. **Updates by rule** (:mod:`edgemem.ingest.updates`, no model call): a note that states a change
    ("I applied to the agencies", "I quit my job") supersedes the earlier notes of its speaker that it
    updates ("researching adoption agencies", "I work at the bakery"). A change is usually said in
-   other words than the fact it replaces (cosine ~0.6, far under the floor), so steps 2-5 rarely see
-   the pair, and the 1.5B default model did not call a single one of conv-26's 22 gate pairs a
-   conflict; an earlier version sent change-worded notes below the floor to the scoring call and got
-   6 model calls and 6 RELATED links on conv-26. Counted as ``gate_supersede_rule``.
+   other words than the fact it replaces (far under the floor), so steps 2-5 rarely see the pair,
+   and a small model does not reliably call such a pair a conflict when it does. Counted as
+   ``gate_supersede_rule``.
 
 Merge policy (MemFly's merge "preserves distinct information from both units"; here without a
 second model call): the surviving note is the existing one, so its id, links and cluster stay
 valid. Its content keeps its own text and gains the new text on a new line, prefixed with the new
 note's day when that differs, unless every word of the new text is already there (a repeat). The
-new note is inserted and immediately marked merged into the survivor, the survivor's
+new note (inserted by the worker, like every note) is marked merged into the survivor, the survivor's
 ``note_sources`` gains the new raw turn, and ``ops`` records the survivor before and after. Only
 notes of the same speaker merge (two people saying alike things are two facts), and a merge that
 would grow a note past ``MAX_MERGED_CHARS`` becomes a link (with the model's relation) instead.
@@ -49,7 +46,6 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -57,17 +53,17 @@ import numpy as np
 from edgemem import prompts
 from edgemem.errors import ContextTooLong, SchemaError
 from edgemem.ingest import updates
-from edgemem.ingest.keywords import tokens
 from edgemem.ingest.notes import NoteDraft
-from edgemem.ingest.worker import WriteContext, insert_note
+from edgemem.ingest.worker import WriteContext
 from edgemem.store import links, notes, ops
 from edgemem.store.notes import Note
+from edgemem.text import iso_day_label, tokens
 
 log = logging.getLogger(__name__)
 
 TAU_MERGE = 0.7  # MemFly Appendix C, τm
 TAU_LINK = 0.5  # MemFly Appendix C, τl
-SIMILARITY_FLOOR = 0.86  # cosine; measured on LoCoMo dev turns, see the module docstring
+SIMILARITY_FLOOR = 0.86  # cosine; the measurement behind it: docs/measurements.md (gate)
 NEIGHBOURHOOD = 8  # dense and sparse candidates fetched each
 MAX_CANDIDATES = 4  # above-floor candidates shown to the model (prompt stays ~400 tokens)
 CANDIDATE_CHARS = 400
@@ -195,16 +191,12 @@ def _norm_words(text: str) -> list[str]:
     return re.findall(r"\w+", text.casefold())
 
 
-def _day(event_time: str) -> str:
-    return datetime.fromisoformat(event_time).strftime("%-d %B %Y")
-
-
 def merge_text(target: Note, draft: NoteDraft) -> str:
     """The survivor's content after absorbing ``draft`` (see the module docstring)."""
     if set(_norm_words(draft.content)) <= set(_norm_words(target.content)):
         return target.content
-    day = _day(draft.event_time)
-    prefix = f"[{day}] " if day != _day(target.event_time) else ""
+    day = iso_day_label(draft.event_time)
+    prefix = f"[{day}] " if day != iso_day_label(target.event_time) else ""
     return f"{target.content}\n{prefix}{draft.content}"
 
 
@@ -237,7 +229,7 @@ def schema(n: int) -> dict:
 def _line(note_time: str, speaker: str | None, content: str, limit: int) -> str:
     who = f", {speaker}" if speaker else ""
     text = content if len(content) <= limit else content[:limit].rstrip() + " …"
-    return f"({_day(note_time)}{who}) {text}"
+    return f"({iso_day_label(note_time)}{who}) {text}"
 
 
 def messages(draft: NoteDraft, candidates: list[Note]) -> list[dict[str, str]]:
@@ -282,7 +274,8 @@ class GatePlan:
     def action(self) -> str:
         return self.decision.action
 
-    def apply(self, conn: Any, draft: NoteDraft, note_id: int | None) -> int | None:
+    def apply(self, conn: Any, draft: NoteDraft, note_id: int) -> int:
+        """``note_id`` is the new note (the worker inserted it); returns the survivor of a merge, or it."""
         decision = self.decision
         if decision.action == "merge":
             target = notes.get(conn, decision.target)
@@ -290,16 +283,12 @@ class GatePlan:
                 # Changed since planning (forgotten, merged, evolved): keep the new note on its own.
                 self._count("gate_stale_merge")
                 decision = Decision("link" if decision.links else "append", None, decision.links)
-            elif note_id is None:
-                return self._merge(conn, draft, target, decision)
-            # else an earlier step already stored the note (the gate should run first): links only
-        if note_id is None:
-            note_id = insert_note(conn, draft)
+            else:
+                return self._merge(conn, draft, note_id, target, decision)
         self._links(conn, note_id, decision.links)
         return note_id
 
-    def _merge(self, conn: Any, draft: NoteDraft, target: Note, decision: Decision) -> int:
-        absorbed = insert_note(conn, draft)
+    def _merge(self, conn: Any, draft: NoteDraft, absorbed: int, target: Note, decision: Decision) -> int:
         before = _snapshot(target)
         keywords = list(dict.fromkeys([*target.keywords, *draft.keywords]))[:MAX_KEYWORDS]
         dates = list({(d.get("start"), d.get("end"), d.get("phrase")): d for d in [*target.dates, *draft.dates]}.values())
@@ -336,7 +325,7 @@ def _snapshot(note: Note) -> dict:
 
 
 class GateStep:
-    """The gate as a write step (runs first: it owns the insert or the merge)."""
+    """The gate as a write step (runs first: it decides whether the new note stays new or merges)."""
 
     name = "gate"
 

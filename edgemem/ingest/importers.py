@@ -52,9 +52,10 @@ from typing import Any
 
 from edgemem.errors import BadInput
 from edgemem.ingest.dates import parse_when
-from edgemem.ingest.raw import Accepted, accept_turns, check_text
+from edgemem.ingest.raw import Accepted, accept_turns
 from edgemem.store import raw
 from edgemem.store.db import Store
+from edgemem.text import check_text
 
 CONVERSATION = "conversation"
 _LOCOMO_SESSION = re.compile(r"session_(\d+)")

@@ -14,8 +14,8 @@ from datetime import datetime
 import numpy as np
 
 from edgemem.ingest.dates import annotate, resolve_dates
-from edgemem.ingest.keywords import extract_entities, extract_keywords
 from edgemem.store.raw import Turn
+from edgemem.text import day_label, extract_entities, extract_keywords
 
 
 @dataclass
@@ -40,7 +40,7 @@ def draft(turn: Turn, source_title: str | None = None) -> NoteDraft:
     when = datetime.fromisoformat(turn.event_time)
     resolved = resolve_dates(turn.text, when)
     content = annotate(turn.text, when) if resolved else turn.text
-    day = when.strftime("%-d %B %Y")
+    day = day_label(when)
     context = f"said by {turn.speaker} on {day}" if turn.speaker else f"written on {day}"
     if source_title:
         context += f" in {source_title}"

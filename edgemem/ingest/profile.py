@@ -5,9 +5,8 @@ ingestion, so that profile-injection queries need no retrieval; DESIGN adds beha
 ("never book meetings before 10am"). Cascade (DESIGN Principle 2), per note:
 
 1. **Cue filter** (rules): a first-person preference / identity / rule pattern (:data:`CUES`) must
-   match, or the note is skipped with no model call. Through the worker on LoCoMo dev, 29 of 419
-   (conv-26) and 13 of 369 (conv-30) turns match: 0.035-0.07 calls per turn; with the gate's
-   0.04-0.05 this step's share of the 0.3 calls-per-turn write budget stays near 0.1.
+   match, or the note is skipped with no model call: most conversation turns state no preference,
+   identity or rule, so only a few in a hundred reach the model.
 2. **Model**: one schema-constrained call extracts at most 3 facts (kind, attribute key, value). The
    subject's existing keys are in the prompt so an update reuses its key and supersedes.
 3. **Validation** in code: a slug key, a short value, and a value grounded in the note (one of its
@@ -26,16 +25,15 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from edgemem import prompts
 from edgemem.errors import ContextTooLong, SchemaError
-from edgemem.ingest.keywords import STOPWORDS, tokens
 from edgemem.ingest.notes import NoteDraft
-from edgemem.ingest.worker import WriteContext, insert_note
+from edgemem.ingest.worker import WriteContext
 from edgemem.store import ops
 from edgemem.store import profile as store
+from edgemem.text import STOPWORDS, iso_day_label, tokens
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +136,7 @@ def schema() -> dict:
 def messages(subject: str, speaker: str | None, draft: NoteDraft, keys: list[str]) -> list[dict[str, str]]:
     name = speaker or "the user"
     text = draft.content if len(draft.content) <= TEXT_CHARS else draft.content[:TEXT_CHARS].rstrip() + " …"
-    day = datetime.fromisoformat(draft.event_time).strftime("%-d %B %Y")
+    day = iso_day_label(draft.event_time)
     return [
         {"role": "system", "content": prompts.render("profile")},
         {"role": "user", "content": prompts.render("profile_user", subject=name, keys=", ".join(keys) or "(none)", day=day, text=text)},
@@ -200,11 +198,9 @@ class ProfilePlan:
     valid_from: str = ""
     ctx: WriteContext | None = None
 
-    def apply(self, conn: Any, draft: NoteDraft, note_id: int | None) -> int | None:
+    def apply(self, conn: Any, draft: NoteDraft, note_id: int) -> int:
         if not self.facts:
             return note_id
-        if note_id is None:  # no earlier step inserted the note: the profile needs its id as source
-            note_id = insert_note(conn, draft)
         for fact in self.facts:
             done = store.upsert(conn, fact.key, fact.value, valid_from=self.valid_from, note_id=note_id)
             if self.ctx is not None:
@@ -218,7 +214,7 @@ class ProfilePlan:
 
 
 class ProfileStep:
-    """Compile profile facts from a note; runs after the gate so the facts cite the stored note."""
+    """Compile profile facts from a note; runs after the gate so the facts cite the note that survives a merge."""
 
     name = "profile"
 

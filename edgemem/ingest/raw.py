@@ -13,11 +13,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from edgemem.display import size as shown_size
 from edgemem.errors import BadInput
 from edgemem.store import jobs, raw
 from edgemem.store.db import Store, now
+from edgemem.text import check_text
 
 NOTE_JOB = "note"
+TOO_LONG_HINT = "save it to a file and use `edgemem ingest`"  # a file is chunked into many notes
+PDF_HINT = "only text is ingested: convert it first (e.g. `pdftotext FILE.pdf`)"
 TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text", ".rst", ".org"}
 CHUNK_CHARS = 900  # a paragraph-sized chunk: ~200 tokens, one note
 
@@ -28,24 +32,6 @@ class Accepted:
     job_ids: list[int] = field(default_factory=list)
     source_id: int | None = None
     unchanged: bool = False
-
-
-def check_text(text: object, max_bytes: int, what: str = "text") -> str:
-    """The text itself, or BadInput with a one-line reason."""
-    if not isinstance(text, str):
-        raise BadInput(f"{what} must be a string")
-    if "\x00" in text:
-        raise BadInput(f"{what} contains NUL bytes: binary data is not remembered")
-    if not text.strip():
-        raise BadInput(f"{what} is empty")
-    size = len(text.encode("utf-8", errors="surrogatepass"))
-    if size > max_bytes:
-        raise BadInput(f"{what} is {size} bytes; the limit is {max_bytes} (setting max_text_bytes)")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise BadInput(f"{what} is not valid Unicode text") from None
-    return text
 
 
 def event_time_iso(when: datetime | str | None) -> str:
@@ -80,7 +66,7 @@ def accept_turns(
 def remember(store: Store, text: str, *, max_bytes: int, speaker: str | None = None,
              when: datetime | str | None = None, session: str | None = None) -> Accepted:
     """A note the user asks to keep, or a chat turn when ``session`` names a conversation."""
-    text = check_text(text, max_bytes)
+    text = check_text(text, max_bytes, hint=TOO_LONG_HINT)
     kind, uri = ("conversation", session) if session else ("note", "notes")
     return accept_turns(store, [(speaker, text, event_time_iso(when), None)], kind=kind, uri=uri)
 
@@ -94,8 +80,10 @@ def read_text_file(path: Path, max_bytes: int) -> str:
     if size == 0:
         raise BadInput(f"{path} is empty")
     if size > max_bytes:
-        raise BadInput(f"{path} is {size} bytes; the limit is {max_bytes} (setting max_file_bytes)")
+        raise BadInput(f"{path} is {shown_size(size)}; the limit is {shown_size(max_bytes)} (setting max_file_bytes)")
     data = path.read_bytes()
+    if data.startswith(b"%PDF-"):
+        raise BadInput(f"{path} is a PDF; {PDF_HINT}")
     if b"\x00" in data[:8192]:
         raise BadInput(f"{path} looks binary (NUL bytes); only text files are ingested")
     try:
@@ -152,6 +140,43 @@ def iter_text_files(path: Path) -> list[Path]:
             if p.suffix.lower() in TEXT_SUFFIXES and not name.startswith("."):
                 found.append(p)
     return found
+
+
+@dataclass
+class Scan:
+    """A folder's files: the text files to ingest, and the others with why each is left out."""
+
+    files: list[Path] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)  # {"path", "reason"}
+    hidden: int = 0  # dot-files and dot-folders (.git, .DS_Store), left out and not listed one by one
+
+
+def scan_folder(folder: Path) -> Scan:
+    """Every file under ``folder``, sorted: text files to ingest, the rest listed with a reason."""
+    out = Scan()
+    for root, dirs, files in os.walk(folder):
+        out.hidden += sum(d.startswith(".") for d in dirs) + sum(f.startswith(".") for f in files)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(f for f in files if not f.startswith(".")):
+            p = Path(root) / name
+            suffix = p.suffix.lower()
+            if suffix in TEXT_SUFFIXES:
+                out.files.append(p)
+            elif suffix == ".pdf":
+                out.skipped.append({"path": str(p), "reason": f"a PDF; {PDF_HINT}"})
+            else:
+                out.skipped.append({"path": str(p), "reason": f"not a text file ({suffix or 'no suffix'}); "
+                                                              f"edgemem ingests {', '.join(sorted(TEXT_SUFFIXES))}"})
+    return out
+
+
+def skip_reason(exc: BadInput, path: Path) -> str:
+    """A refused file's reason without its path (the summary prints the path beside it)."""
+    message = exc.message
+    for shown in (str(path.expanduser().resolve()), str(path)):
+        if message.startswith(shown + " ") or message.startswith(shown + ":"):
+            return message[len(shown):].lstrip(": ").removeprefix("is ").strip()
+    return message
 
 
 def ingest_file(store: Store, path: Path, *, max_bytes: int, priority: int = 10) -> Accepted:

@@ -1,7 +1,8 @@
 """The write path's organising steps in order, and the extra job kinds they enqueue.
 
 Order matters (DESIGN "Write path" 3-7):
-1. gate — inserts the note, or merges it into an existing one (so it must come first);
+1. gate — keeps the new note (the worker inserted it) or merges it into an existing one, so it
+   must come first: the later steps organise the survivor;
 2. clusters — routes the note (skips a merged note, which keeps its survivor's cluster);
 3. keywords — the MemFly keyword index, read by evolution's rarity test;
 4. evolve — CLAG localized evolution inside the routed cluster;

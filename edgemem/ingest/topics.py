@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 import igraph
 import numpy as np
 
-from edgemem.ingest import worker as _worker
 from edgemem.ingest.notes import NoteDraft
 from edgemem.store import clusters as cluster_store
 from edgemem.store import notes
@@ -144,9 +143,7 @@ def extra_handlers(params: TopicParams | None = None) -> dict[str, Callable[[Wri
 class KeywordPlan:
     params: TopicParams
 
-    def apply(self, conn: Any, draft: NoteDraft, note_id: int | None) -> int | None:
-        if note_id is None:
-            note_id = _worker.insert_note(conn, draft)
+    def apply(self, conn: Any, draft: NoteDraft, note_id: int) -> int:
         note = notes.get(conn, note_id)
         if note is not None and note.status == "active":
             # A merge may have changed the surviving note's keywords: index what the note holds now.

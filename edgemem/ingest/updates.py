@@ -1,10 +1,9 @@
 """Deterministic detection of a newer note that updates an older one (the SUPERSEDES part of the gate).
 
 MemFly's gated update (§3.3) asks the model whether a new unit conflicts with an old one. With the
-1.5B default model that question is not usable: on LoCoMo conv-26 it labelled none of 22 gate pairs
-as conflicts, and asked directly ("is the OLD note outdated after the NEW one?", one yes/no per old
-note, schema-constrained) it answered "yes" for 5 of 6 pairs that were not updates, whatever the
-wording. So this step is rules, and cheap enough to run on every note:
+small default model that question is not usable, neither as the gate's relation label nor asked
+directly ("is the OLD note outdated after the NEW one?", schema-constrained yes/no). So this step is
+rules, and cheap enough to run on every note:
 
 * **Stages of a plan on the same object.** A statement is placed on a ladder: exploring (1:
   "researching adoption agencies", "looking into ...", "planning to ..."), committing (2: "applied
@@ -19,9 +18,7 @@ wording. So this step is rules, and cheap enough to run on every note:
   statement of the same domain, whatever its object (Paris -> Berlin share no word). The old note
   must state the domain without changing it itself: "since I lost my job" repeats "I lost my job".
 
-Both rules apply only between notes of the same speaker said on an earlier day. Measured on both
-LoCoMo dev conversations (788 turns) the rules link Caroline's adoption steps (researching, 25 May ->
-applied, 23 August -> passed the interviews, 22 October) and nothing else; see
+Both rules apply only between notes of the same speaker said on an earlier day; see
 ``tests/ingest/test_updates.py`` for the decisions pinned.
 """
 
@@ -30,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from edgemem.ingest.keywords import STOPWORDS, tokens
+from edgemem.text import STOPWORDS, tokens
 
 OBJECT_WORDS = 8  # words after the verb that name what the stage is about
 STEM = 5

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -40,10 +40,7 @@ class WriteStep(Protocol):
     """An organising step of the write path (gate, clusters, evolve, profile...).
 
     ``plan`` may read the store and call the model, but writes nothing; the plan it returns is applied
-    inside the job's transaction: ``apply(conn, draft, note_id)`` gets the note id the previous steps
-    settled on (None before the note exists) and returns the note id to pass on. The first step that
-    returns an id owns the insert (the gate inserts, or merges into an existing note); if no step
-    does, the worker inserts the note itself after the last step.
+    inside the job's transaction (:func:`settle`).
     """
 
     name: str
@@ -52,15 +49,24 @@ class WriteStep(Protocol):
 
 
 class StepPlan(Protocol):
-    def apply(self, conn: Any, draft: NoteDraft, note_id: int | None) -> int | None: ...
+    def apply(self, conn: Any, draft: NoteDraft, note_id: int) -> int:
+        """Organise note ``note_id`` and return the id later steps should work on: the same note, or
+        the existing note it was merged into (only the gate merges, so it runs first)."""
+        ...
 
 
-def insert_note(conn: Any, d: NoteDraft) -> int:
-    return notes.insert(
-        conn, raw_ids=d.raw_ids, content=d.content, embedding=d.embedding, event_time=d.event_time,
-        context=d.context, keywords=d.keywords, entities=d.entities, tags=d.tags, dates=d.dates,
-        speaker=d.speaker,
+def settle(conn: Any, draft: NoteDraft, plans: Sequence[StepPlan]) -> int:
+    """Insert the draft as a note, then apply the steps' plans in order; returns the id of the note
+    the draft became or was merged into. The insert happens here and only here, once per note job,
+    so every raw turn has its own note row even when the gate merges it into an older note."""
+    note_id = notes.insert(
+        conn, raw_ids=draft.raw_ids, content=draft.content, embedding=draft.embedding, event_time=draft.event_time,
+        context=draft.context, keywords=draft.keywords, entities=draft.entities, tags=draft.tags, dates=draft.dates,
+        speaker=draft.speaker,
     )
+    for plan in plans:
+        note_id = plan.apply(conn, draft, note_id)
+    return note_id
 
 
 def _note_job(ctx: WriteContext, job: jobs.Job, steps: list[WriteStep]) -> Callable[[Any], None]:
@@ -73,11 +79,7 @@ def _note_job(ctx: WriteContext, job: jobs.Job, steps: list[WriteStep]) -> Calla
     plans = [step.plan(ctx, d) for step in steps]
 
     def apply(conn: Any) -> None:
-        note_id = None
-        for plan in plans:
-            note_id = plan.apply(conn, d, note_id)
-        if note_id is None:
-            insert_note(conn, d)
+        settle(conn, d, plans)
 
     return apply
 

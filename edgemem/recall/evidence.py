@@ -14,21 +14,11 @@ from datetime import date, datetime
 
 from nltk.stem import PorterStemmer
 
-from edgemem.ingest.keywords import STOPWORDS, tokens
+from edgemem.text import STOPWORDS, day_label, tokens
 
-__all__ = ["Evidence", "KINDS", "day_label", "parse_iso_day", "terms", "jaccard"]
+__all__ = ["Evidence", "KINDS", "parse_iso_day", "terms", "jaccard"]
 
 KINDS = ("profile", "pinned", "summary", "raw")
-
-_MONTHS = (
-    "January", "February", "March", "April", "May", "June",
-    "July", "August", "September", "October", "November", "December",
-)
-
-
-def day_label(day: date) -> str:
-    """'8 May 2023': the form LoCoMo's gold answers and the ingest date labels use."""
-    return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"
 
 
 def parse_iso_day(value: str | None) -> date | None:

@@ -17,12 +17,11 @@ Budgets, scaled from the paper to the default 1.5B model on a laptop CPU
 ------------------------------------------------------------------------
 The paper packs for Qwen3-1.7B on a GPU under a 20,480-token ceiling (Algorithm 1) with Tier-2
 budgets of 4,400-8,000 tokens (Table 6), yet its packs average 469 tokens on LoCoMo and 1,543 on
-LongMemEval (Table 10). edgemem's default model runs with n_ctx 8,192 and prefills ~170 tokens/s on
-CPU, so every 1,000 packed tokens cost ~6 s before the first answer token. The Tier-2 budgets are
-the paper's divided by five (targeted-extraction 6,000 → 1,200), which keeps its ratios between
-tags (temporal 0.73x, broad 1.33x) and puts the largest full pack — nominal pinned 300 + summary
-400 + broad raw 1,600 — at 2,300 tokens (~14 s of prefill), the top of the paper's LoCoMo /
-LongMemEval range. The per-chunk word caps are divided by five too (300 → 60 words), so a budget
+LongMemEval (Table 10). edgemem's default model runs with n_ctx 8,192 on a CPU, where every packed
+token is prefilled before the first answer token. The Tier-2 budgets are the paper's divided by
+five (targeted-extraction 6,000 → 1,200), which keeps its ratios between tags (temporal 0.73x,
+broad 1.33x) and puts the largest full pack — nominal pinned 300 + summary 400 + broad raw 1,600 —
+at 2,300 tokens, the top of the paper's LoCoMo / LongMemEval range. The per-chunk word caps are divided by five too (300 → 60 words), so a budget
 still holds the same ~15 full-size chunks as the paper's (6,000 tokens / ~400 per 300-word chunk).
 The paper gives no Tier-1 or Tier-3 budget; 300 and 400 tokens hold a compiled profile and a dozen
 one-line facts. The global ceiling is min(20,480, n_ctx − reserved) (:func:`ceiling_for`).
@@ -50,7 +49,7 @@ PAPER_TIER2_BUDGET = {  # Table 6
     "state-tracking": 6_000,
 }
 PAPER_WORD_CAP = {"targeted-extraction": 300, "constraint-validation": 200, "state-tracking": 150}
-SCALE = 5  # see the module docstring: CPU prefill, n_ctx 8,192, the paper's measured pack sizes
+SCALE = 5  # see the module docstring and docs/measurements.md: CPU prefill, n_ctx 8,192, the paper's pack sizes
 TIER2_BUDGET = {tag: budget // SCALE for tag, budget in PAPER_TIER2_BUDGET.items()}
 WORD_CAP = {tag: words // SCALE for tag, words in PAPER_WORD_CAP.items()}
 PINNED_BUDGET = 300  # nominal Tier-1 share; pinned items are never cut, the rest flows down

@@ -1,7 +1,10 @@
 """The read path, MemFlow Algorithm 1: active-context check → route → tier → pack → answer →
 validate → (one escalation along Table 11) → answer or a calibrated abstention.
 
-Every stage's tokens and milliseconds go into the trace (DESIGN Principle 8).
+:func:`run` returns an :class:`Outcome` (the text, the note ids it cites, the trace); the engine
+turns it into the user-facing :class:`Answer`. ``now`` is when the question is asked: Tier 3's
+date math measures "how long ago" against its day. Every stage's tokens and milliseconds go into
+the trace (DESIGN Principle 8).
 """
 
 from __future__ import annotations
@@ -9,12 +12,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from edgemem.ingest.keywords import STOPWORDS, tokens
 from edgemem.recall import answer as answer_agent
 from edgemem.recall import packer, tiers, validator
-from edgemem.recall.basic import ABSTAIN
+from edgemem.store.notes import Note
+from edgemem.text import STOPWORDS, tokens
+
+ABSTAIN = "I could not find reliable information."  # Algorithm 1's calibrated abstention
 
 ACTIVE_OVERLAP = 0.6
 ACTIVE_TURNS = 8
@@ -31,8 +37,21 @@ ESCALATION = {  # Table 11: one retry, tag -> heavier tag
 
 @dataclass
 class Outcome:
+    """What :func:`run` produced: the answer text, the note ids it cites, the trace."""
+
     text: str
     note_ids: list[int] = field(default_factory=list)
+    trace: dict = field(default_factory=dict)
+
+
+@dataclass
+class Answer:
+    """An answered question as the user sees it: the trace row's id and the cited notes."""
+
+    query_id: str
+    question: str
+    text: str
+    notes: list[Note] = field(default_factory=list)
     trace: dict = field(default_factory=dict)
 
 
@@ -64,7 +83,9 @@ def run(
     on_token: Callable[[str], None] | None = None,
     on_reset: Callable[[], None] | None = None,
     retrieval_only: bool = False,
+    now: datetime | None = None,
 ) -> Outcome:
+    """Answer ``question`` from memory; ``now`` (when it is asked) is the reference date of Tier 3."""
     shown = {"any": False}  # has the user seen tokens since the last reset?
     sink = on_token
 
@@ -79,6 +100,9 @@ def run(
 
     on_token = stream if sink is not None else None
     trace: dict[str, Any] = {"system": "edgemem", "stages": {}}
+    reference = now.date() if now is not None else None
+    if reference is not None:
+        trace["reference_date"] = reference.isoformat()
     stages = trace["stages"]
     start = time.perf_counter()
 
@@ -99,7 +123,7 @@ def run(
 
     for attempt in (0, 1):
         t = time.perf_counter()
-        gathered = tiers.gather(conn, tag, question, embed, llm=None if retrieval_only else llm)
+        gathered = tiers.gather(conn, tag, question, embed, llm=None if retrieval_only else llm, reference=reference)
         stages[f"retrieve{attempt}"] = {"ms": _ms(t), "tier": gathered.tier, **gathered.info}
         t = time.perf_counter()
         packed = packer.pack(question, tag, gathered.items, count, ceiling=ceiling)

@@ -24,9 +24,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 
-from edgemem.ingest.keywords import STOPWORDS
-from edgemem.recall.evidence import Evidence, day_label, jaccard, parse_iso_day, terms
+from edgemem.recall.evidence import Evidence, jaccard, parse_iso_day, terms
 from edgemem.recall.tools import count_occurrences, describe_days, describe_months, describe_weeks
+from edgemem.text import STOPWORDS, day_label
 
 __all__ = [
     "Prepared", "SessionGroup", "TIER3_TAGS", "prepare", "anchors", "chronological", "temporal", "recency",

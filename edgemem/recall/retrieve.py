@@ -30,9 +30,9 @@ from nltk.stem import PorterStemmer
 
 from edgemem import prompts
 from edgemem.errors import ContextTooLong, SchemaError
-from edgemem.ingest.keywords import STOPWORDS, extract_keywords
 from edgemem.store import clusters as cluster_store
 from edgemem.store import links, notes, search
+from edgemem.text import STOPWORDS, extract_keywords
 
 RRF_K = 60
 K1, B = 1.5, 0.75

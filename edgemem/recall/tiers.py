@@ -15,16 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 import numpy as np
 
-from edgemem.ingest.keywords import extract_entities, extract_keywords
 from edgemem.recall import preprocess
 from edgemem.recall.evidence import Evidence, terms
 from edgemem.recall.retrieve import Hit, hybrid, multi_path, prefer_speaker, rrf
 from edgemem.store import links, notes, search
 from edgemem.store import profile as profile_store
+from edgemem.text import extract_entities, extract_keywords
 
 TIER = {
     "profile-injection": 1,
@@ -117,8 +118,11 @@ def _tier3(conn: Any, tag: str, question: str, embed: Callable, vector: np.ndarr
 
 
 def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | None = None,
-           reference: Any = None) -> Gathered:
-    """Evidence for ``question`` along ``tag``'s tier, preprocessed and ready for the packer."""
+           reference: date | None = None) -> Gathered:
+    """Evidence for ``question`` along ``tag``'s tier, preprocessed and ready for the packer.
+
+    ``reference`` is the day the question is asked: the temporal preprocessing measures "how long
+    ago" / "since" questions against it."""
     tier = TIER[tag]
     if tier == 1:
         return Gathered(tag, 1, profile_evidence(conn))

@@ -25,7 +25,8 @@ from datetime import date
 
 from dateutil.relativedelta import relativedelta
 
-from edgemem.recall.evidence import Evidence, day_label
+from edgemem.recall.evidence import Evidence
+from edgemem.text import day_label
 
 __all__ = [
     "MAX_TOOL_ROUNDS", "TOOL_NAMES", "TAG_TOOLS", "ERROR_PREFIX", "RESULT_PREFIX",

@@ -14,7 +14,7 @@ from typing import Any
 
 from edgemem import prompts
 from edgemem.errors import ContextTooLong, SchemaError
-from edgemem.ingest.keywords import STOPWORDS, tokens
+from edgemem.text import STOPWORDS, tokens
 
 OVERLAP_TAU = 0.07
 SHORT_WORDS = 6

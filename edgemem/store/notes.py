@@ -243,6 +243,12 @@ def active_ids(conn: Any) -> list[int]:
     return [r[0] for r in conn.execute("SELECT id FROM notes WHERE status = 'active' ORDER BY id")]
 
 
+def recent(conn: Any, limit: int) -> list[Note]:
+    """The ``limit`` active notes with the latest event times, newest first."""
+    rows = conn.execute("SELECT id FROM notes WHERE status = 'active' ORDER BY event_time DESC, id DESC LIMIT ?", (limit,))
+    return get_many(conn, [r[0] for r in rows])
+
+
 def provenance(conn: Any, ids: Sequence[int]) -> dict[int, tuple[str | None, list[str]]]:
     """For each note: the uri of its first source (the session) and the external ids of its turns."""
     out: dict[int, tuple[str | None, list[str]]] = {}

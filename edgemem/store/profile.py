@@ -121,6 +121,11 @@ def current(conn: Any, subject: str | None = None) -> list[ProfileFact]:
     return [_fact(r) for r in rows]
 
 
+def all_facts(conn: Any) -> list[ProfileFact]:
+    """Every fact, current and superseded, each key's history oldest first (``edgemem profile``)."""
+    return [_fact(r) for r in conn.execute(_SELECT + " ORDER BY p.key, p.valid_from, p.id")]
+
+
 def get(conn: Any, fact_id: int) -> ProfileFact | None:
     row = conn.execute(_SELECT + " WHERE p.id = ?", (fact_id,)).fetchone()
     return _fact(row) if row else None

@@ -14,7 +14,7 @@ import pytest
 from edgemem import admin
 from edgemem.errors import BadInput, StoreError
 from edgemem.ingest import raw as accept
-from edgemem.store import db, notes
+from edgemem.store import db, lock, notes
 from edgemem.store.db import Store
 
 
@@ -141,7 +141,7 @@ def test_restore_refuses_while_a_daemon_holds_the_lock(memory, tmp_path: Path) -
     database = memory.store.path
     memory.store.checkpoint()
     before = digest(database)
-    fd = os.open(admin.lock_path(database), os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(lock.lock_path(database), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # what the daemon holds while it serves
         with pytest.raises(StoreError, match="daemon"):

@@ -85,3 +85,18 @@ class connection:
             await self.writer.wait_closed()
         except (ConnectionError, OSError):
             pass
+
+
+def cli(*args: str, input: str | None = None) -> tuple[int, str]:
+    """Run the ``edgemem`` CLI in this process; an EdgememError becomes its exit code and message, as ``main()`` does."""
+    from typer.testing import CliRunner
+
+    from edgemem.cli import app
+    from edgemem.errors import EdgememError
+
+    result = CliRunner().invoke(app, list(args), input=input)
+    if isinstance(result.exception, EdgememError):
+        return result.exception.exit_code, result.exception.message
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout

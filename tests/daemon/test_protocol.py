@@ -55,6 +55,8 @@ def test_oversized_frame_reported_once_and_discarded_up_to_its_newline() -> None
     (b'{"v": 1, "id": "1", "method": "note", "params": {"note_id": true}}', "bad_params"),
     (b'{"v": 1, "id": "1", "method": "ingest", "params": {"path": "relative/notes"}}', "bad_params"),
     (b'{"v": 1, "id": "1", "method": "remember", "params": {"text": "t", "when": "yesterday"}}', "bad_params"),
+    (b'{"v": 1, "id": "1", "method": "ask", "params": {"question": "q", "now": "last tuesday"}}', "bad_params"),
+    (b'{"v": 1, "id": "1", "method": "ask", "params": {"question": "q", "now": 1687255200}}', "bad_params"),
 ])
 def test_bad_requests_raise_typed_errors(line: bytes, code: str) -> None:
     with pytest.raises(protocol.ProtocolError) as info:
@@ -73,9 +75,16 @@ def test_error_keeps_the_request_id_when_it_was_readable() -> None:
 def test_valid_request_gets_defaults() -> None:
     req = protocol.decode(protocol.request("7", "ask", {"question": "where?"}))
     assert req.id == "7" and req.method == "ask"
-    assert req.params == {"question": "where?", "session": None, "stream": True}
+    assert req.params == {"question": "where?", "session": None, "now": None, "stream": True}
     assert req.streams
     assert not protocol.decode(protocol.request("8", "ask", {"question": "q", "stream": False})).streams
+
+
+@pytest.mark.parametrize("now", ["2023-06-20", "2023-06-20T10:00", "2023-06-20T10:00:00+02:00"])
+def test_ask_takes_an_iso_reference_time(now: str) -> None:
+    req = protocol.decode(protocol.request("9", "ask", {"question": "how many days ago?", "now": now}))
+    assert req.params["now"] == now
+    assert protocol.parse_time(now).date().isoformat() == "2023-06-20"
 
 
 def test_remote_errors_map_back_to_exit_codes() -> None:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from edgemem.errors import BadInput
 from edgemem.eval import harness, locomo, longmemeval
 from edgemem.eval.harness import Question, RunConfig, select_questions
-from edgemem.recall.basic import ABSTAIN
+from edgemem.recall.pipeline import ABSTAIN
 from edgemem.runtime.fake import ScriptedLLM
 
 SESSION_1 = [
@@ -426,41 +426,83 @@ def test_cli_help_and_report(tmp_path, settings, embedder):
     assert isinstance(result.exception, BadInput)
 
 
-def test_edgemem_retrieval_uses_the_engines_retrieve_entry_point(tmp_path, settings, embedder):
-    """When the engine offers ``retrieve`` (the pipeline without its answer stage), the harness uses
-    it, passes the question time, and reads the route, the ranked candidates and the packed notes."""
+def test_edgemem_retrieval_goes_through_engine_retrieve_with_the_question_time(tmp_path, settings, embedder):
+    """Retrieval-only runs call ``Engine.retrieve`` (the pipeline without its answer stage) with the
+    benchmark's question time, and read the route, the ranked candidates and the packed notes."""
     import dataclasses
     from datetime import datetime
 
     from edgemem.engine import Engine
     from edgemem.eval.harness import EdgememSystem, ext_ids_of, raw_ids_of
     from edgemem.ingest.importers import import_sessions, locomo_sessions
-    from edgemem.store import notes as notes_store
-
-    seen = {}
-
-    class PipelineEngine(Engine):
-        def retrieve(self, question, *, now=None):
-            seen["now"] = now
-            ids = notes_store.active_ids(self.store.conn)
-            trace = {"route_tag": "temporal-reasoning", "route_layer": "rules", "retrieved": ids[::-1],
-                     "packed_tokens": 42, "stages": {"route": {"ms": 1.0, "tokens": 0}}}
-            return {"note_ids": ids[:2] + [-1], "trace": trace}  # -1: a computed fact, no turn behind it
 
     path = locomo_file(tmp_path / "synthetic-locomo.json")
     sample = json.loads(path.read_text())[1]
-    engine = PipelineEngine.open(dataclasses.replace(settings, db_path=tmp_path / "p.db"), llm=ScriptedLLM(),
-                                 embedder=embedder, steps=[])
-    try:
+    llm = ScriptedLLM()  # no replies: retrieval must not call the model
+    with Engine.open(dataclasses.replace(settings, db_path=tmp_path / "p.db"), llm=llm, embedder=embedder,
+                     steps=[]) as engine:
         import_sessions(engine.store, locomo_sessions(sample, max_text_bytes=4096))
         engine.process()
         when = datetime(2023, 2, 1, 12, 0)
         outcome = EdgememSystem(engine, None).retrieve("What business did Gina start?", when)
         conn = engine.store.conn
-        assert seen["now"] == when and outcome.text is None and outcome.packed_tokens == 42
-        assert ext_ids_of(conn, raw_ids_of(conn, outcome.items)) == ["D1:1", "D1:2"]
-        assert ext_ids_of(conn, raw_ids_of(conn, outcome.trace["retrieved"])) == ["D1:2", "D1:1"]
-        assert harness.route_of(outcome.trace) == ("temporal-reasoning", "rules")
-        assert harness.stages_of(outcome.trace) == {"route": {"ms": 1.0, "tokens": 0}}
-    finally:
-        engine.close()
+        assert llm.calls == [] and outcome.text is None and outcome.packed_tokens > 0
+        assert outcome.trace["reference_date"] == "2023-02-01"
+        assert "D1:2" in ext_ids_of(conn, raw_ids_of(conn, outcome.items))
+        assert "D1:2" in ext_ids_of(conn, raw_ids_of(conn, outcome.trace["retrieved"]))
+        tag, layer = harness.route_of(outcome.trace)
+        assert tag is not None and layer is not None
+        assert "route" in harness.stages_of(outcome.trace)
+
+
+# -- the question date reaches Tier 3 ------------------------------------------------------------------
+def elapsed_days_model(counts: dict) -> ScriptedLLM:
+    """Answers only with what Tier-3 preprocessing computed against the reference date ("31 days"),
+    and abstains when no such fact was packed: the number can only come from ``question_date``."""
+    fact = re.compile(r"\(reference date\): (\d+ days?)")
+
+    def reply(messages, schema):
+        if schema is not None:
+            return schema_instance(schema)
+        found = fact.search(messages[-1]["content"])
+        counts["answered" if found else "abstained"] = counts.get("answered" if found else "abstained", 0) + 1
+        return found.group(1) if found else ABSTAIN
+
+    return ScriptedLLM(default=reply)
+
+
+def test_a_longmemeval_answer_that_depends_on_question_date(tmp_path, settings, embedder):
+    """"How many days ago…" is answered from the day the question is asked: the same haystack asked
+    on two question dates gives two numbers, each the right one, through the harness and Engine.ask."""
+    haystack = [
+        [{"role": "user", "content": "I adopted a puppy named Biscuit today!", "has_answer": True},
+         {"role": "assistant", "content": "Congratulations on Biscuit!"}],
+        [{"role": "user", "content": "Any tips for growing basil on a balcony?"},
+         {"role": "assistant", "content": "Give it lots of sun."}],
+    ]
+    item = {"question_type": "temporal-reasoning", "question": "How many days ago did I adopt my puppy?",
+            "haystack_session_ids": ["s-puppy", "s-basil"],
+            "haystack_dates": ["2023/05/20 (Sat) 09:00", "2023/05/02 (Tue) 18:00"],
+            "haystack_sessions": haystack, "answer_session_ids": ["s-puppy"]}
+    items = [{**item, "question_id": "q-june", "question_date": "2023/06/20 (Tue) 10:00", "answer": "31 days"},
+             {**item, "question_id": "q-july", "question_date": "2023/07/04 (Tue) 08:30", "answer": "45 days"}]
+    path = tmp_path / "lme-dates.json"
+    path.write_text(json.dumps(items), encoding="utf-8")
+    conversations = longmemeval.load(path, max_file_bytes=1 << 20, max_text_bytes=4096)
+    counts: dict = {}
+    out = tmp_path / "run"
+    cfg = RunConfig(benchmark="longmemeval", path=path, out=out, system="edgemem", steps="none", progress=False)
+    summary = harness.run(cfg, conversations, longmemeval.BENCHMARK, settings, llm=elapsed_days_model(counts),
+                          embedder=embedder)
+
+    records = {r["key"]: r for r in read_records(out)}
+    assert records["q-june"]["prediction"] == "31 days" and records["q-july"]["prediction"] == "45 days"
+    assert records["q-june"]["route_tag"] == "temporal-reasoning"
+    assert counts == {"answered": 2}
+    assert summary["overall"]["f1"] == pytest.approx(1.0) and summary["overall"]["contains"] == 1.0
+    # The trace row says which day the answer was measured against.
+    from edgemem.store import traces
+    from edgemem.store.db import Store
+
+    with Store(out / "stores" / "q-june.db", embed_model=embedder.name, dim=embedder.dim) as store:
+        assert traces.get(store.conn, records["q-june"]["query_id"])["data"]["reference_date"] == "2023-06-20"

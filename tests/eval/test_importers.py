@@ -187,7 +187,7 @@ def test_unreadable_files_are_bad_input(store, tmp_path):
     with pytest.raises(BadInput, match="not UTF-8"):
         importers.import_path(store, binary, **LIMITS)
     big = write(tmp_path / "big.json", [{"date": "2024-01-01", "turns": [{"speaker": "A", "text": "x" * 5000}]}])
-    with pytest.raises(BadInput, match="limit is 4096"):
+    with pytest.raises(BadInput, match="limit is 4 KiB"):
         importers.import_path(store, big, **LIMITS)
     with pytest.raises(BadInput, match="limit is 10"):
         importers.import_path(store, big, max_file_bytes=10, max_text_bytes=4096)

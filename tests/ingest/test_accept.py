@@ -71,7 +71,10 @@ def test_folder_ingest_skips_bad_files_and_reingest_is_a_noop(engine: Engine, tm
     (folder / "ignored.pdf").write_bytes(b"%PDF-1.4")
     report = engine.ingest(folder, process=True)
     assert sorted(Path(a["path"]).name for a in report["added"]) == ["a.md", "b.txt"]
-    assert [Path(s["path"]).name for s in report["skipped"]] == ["c.txt"]
+    # Nothing left out silently: the binary .txt and the PDF are listed with why (issue 13).
+    reasons = {Path(s["path"]).name: s["reason"] for s in report["skipped"]}
+    assert list(reasons) == ["c.txt", "ignored.pdf"]
+    assert "binary" in reasons["c.txt"] and "PDF" in reasons["ignored.pdf"] and "pdftotext" in reasons["ignored.pdf"]
     before = _counts(engine)
     again = engine.ingest(folder, process=True)
     assert len(again["unchanged"]) == 2 and not again["added"]

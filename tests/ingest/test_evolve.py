@@ -44,7 +44,7 @@ def feed(store: Store, worker: Worker, texts: list[str], speaker: str | None = N
 
 
 def note_id(store: Store, text: str) -> int:
-    return store.conn.execute("SELECT id FROM notes WHERE content = ?", (text,)).fetchone()[0]
+    return store.conn.execute("SELECT id FROM notes WHERE content = ? AND status = 'active'", (text,)).fetchone()[0]
 
 
 def raw_texts(store: Store) -> list[tuple]:
@@ -106,7 +106,9 @@ def test_during_cold_start_the_buffer_is_the_neighbourhood(store) -> None:
 
 
 class MergeInto:
-    """A gate stand-in: merges every new note into one existing note (returns that note's id)."""
+    """A gate stand-in: merges every new note into one existing note (returns that note's id).
+
+    The worker has inserted the new note already; a merge marks it merged, as the gate does."""
 
     name = "merge"
 
@@ -119,6 +121,7 @@ class MergeInto:
         class Plan:
             def apply(self, conn, draft, note_id):
                 notes.add_sources(conn, target, draft.raw_ids)
+                notes.mark_merged(conn, note_id, target)
                 return target
 
         return Plan()
@@ -135,7 +138,7 @@ def test_a_note_merged_into_an_older_one_is_not_evolved_again(store) -> None:
     feed(store, worker_for(store, steps_before=[MergeInto(target)]), ["garden tomato soil pottery kiln again"])
     assert links.count(store.conn) == 0 and ops.count(store.conn) == 0
     assert clusters.get(store.conn, clusters.note_cluster(store.conn, target)).size == size
-    assert store.conn.execute("SELECT count(*) FROM notes WHERE content LIKE '%again%'").fetchone()[0] == 0
+    assert store.conn.execute("SELECT count(*) FROM notes WHERE content LIKE '%again%' AND status = 'active'").fetchone()[0] == 0
 
     # the same text as a note of its own is evolved: it links to both pottery notes of its cluster
     feed(store, worker_for(store), ["garden tomato soil pottery kiln again"])

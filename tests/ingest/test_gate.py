@@ -213,7 +213,7 @@ def test_a_repeat_by_the_same_speaker_merges_without_the_model(store):
 def test_a_merge_target_changed_since_planning_keeps_the_new_note(store):
     """Plan, then the target is rewritten (as evolution would) before the plan applies: no merge."""
     from edgemem.ingest.notes import build
-    from edgemem.ingest.worker import WriteContext
+    from edgemem.ingest.worker import WriteContext, settle
     from edgemem.store import raw
 
     feed(store, scripted(), [("Jon", "Rehearsing the new routine at the studio tonight", DAY1)])
@@ -227,7 +227,7 @@ def test_a_merge_target_changed_since_planning_keeps_the_new_note(store):
     with store.transaction() as conn:
         notes.update(conn, target.id, context="rewritten by evolution")
     with store.transaction() as conn:
-        new_id = plan.apply(conn, d, None)
+        new_id = settle(conn, d, [plan])
     assert new_id != target.id and ctx.counters["gate_stale_merge"] == 1
     assert len(active(store)) == 2 and notes.get(store.conn, target.id).content == target.content
 

@@ -6,7 +6,7 @@ import pytest
 
 from edgemem.engine import Engine
 from edgemem.recall import pipeline
-from edgemem.recall.basic import ABSTAIN
+from edgemem.recall.pipeline import ABSTAIN
 from edgemem.recall.router import Route
 from edgemem.runtime.fake import ScriptedLLM
 

@@ -5,8 +5,10 @@ writing a temp file and renaming it over, a folder move reports only the folder)
 path dirty; once the path has been quiet for ``debounce`` seconds it is *settled* by looking at the
 disk: a text file that exists becomes an ``upsert`` change, a path that is gone a ``delete`` change
 (for a folder: every file source under it), a folder is rescanned. Changes go to the ``on_change``
-callback, so the daemon decides where the work runs; :func:`apply_change` is the work itself:
-``ingest_file`` (content-hashed: unchanged content is a no-op) or ``forget_source``.
+callback, so its owner (the engine) decides where the work runs; :func:`apply_change` is the work
+itself: ``ingest_file`` (content-hashed: unchanged content is a no-op) or ``forget_source``. The
+watcher is one more source of raw input, like ``remember`` and the importers: it accepts and
+enqueues, and the write-path worker derives the notes.
 
 A watched folder that disappears is marked missing. If it was deleted, its files were deleted with
 it and are forgotten; if it was moved away or its disk unmounted, its notes are kept. When it
@@ -58,7 +60,7 @@ class Change:
 
 
 @dataclass
-class Outcome:
+class Applied:
     """What :func:`apply_change` did: added, unchanged, skipped (with the reason), forgotten, absent."""
 
     action: str
@@ -68,7 +70,7 @@ class Outcome:
     forgotten_notes: int = 0
 
 
-def apply_change(store: Store, change: Change, *, max_bytes: int) -> Outcome:
+def apply_change(store: Store, change: Change, *, max_bytes: int) -> Applied:
     """Bring the store in line with one settled change. Binary, non-UTF-8 and oversized files are
     skipped with their reason logged at INFO (the path and reason, never the content)."""
     path = str(change.path)
@@ -77,23 +79,23 @@ def apply_change(store: Store, change: Change, *, max_bytes: int) -> Outcome:
             acc = ingest_file(store, change.path, max_bytes=max_bytes)
         except BadInput as exc:
             log.info("watch: skipped %s: %s", path, exc.message)
-            return Outcome("skipped", path, exc.message)
+            return Applied("skipped", path, exc.message)
         except OSError as exc:  # the file went away or became unreadable between settling and reading
             log.info("watch: skipped %s: %s", path, exc.strerror)
-            return Outcome("skipped", path, exc.strerror)
+            return Applied("skipped", path, exc.strerror)
         if acc.unchanged:
-            return Outcome("unchanged", path)
+            return Applied("unchanged", path)
         log.info("watch: ingested %s (%d chunks)", path, len(acc.raw_ids))
-        return Outcome("added", path, raw_ids=acc.raw_ids)
+        return Applied("added", path, raw_ids=acc.raw_ids)
     forgotten = 0
     with store.transaction() as conn:
         sources = watches.file_sources_under(conn, path)
         for source in sources:
             forgotten += forget_source(conn, source.id)["notes"]
     if not sources:
-        return Outcome("absent", path)
+        return Applied("absent", path)
     log.info("watch: %s is gone; forgot %d files, %d notes", path, len(sources), forgotten)
-    return Outcome("forgotten", path, forgotten_notes=forgotten)
+    return Applied("forgotten", path, forgotten_notes=forgotten)
 
 
 @dataclass

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from edgemem import config
-from edgemem.daemon.watcher import Change, Outcome, Watcher, apply_change
+from edgemem.ingest.watcher import Applied, Change, Watcher, apply_change
 from edgemem.errors import BadInput, NotFound
 from edgemem.ingest.worker import Worker
 from edgemem.store import notes, watches
@@ -36,7 +36,7 @@ class Rig:
         self.store = store
         self.settings = settings
         self.worker = Worker(store, None, embedder.embed, [])
-        self.outcomes: list[Outcome] = []
+        self.outcomes: list[Applied] = []
         self.changes: list[Change] = []
         self._lock = threading.Lock()
         self.watcher = self.new_watcher()

@@ -1,0 +1,117 @@
+"""Text handling shared by the write path and the read path: no model, no store.
+
+Both paths must cut text the same way: a keyword the gate indexes at ingestion is only found again
+if the read path tokenises the question with the same rules and drops the same stopwords, and a
+date the notes carry as "7 May 2023" is only matched if the packer, the Tier-3 facts and the tools
+write it identically. So the tokenizer, the stopword list, keyword and entity extraction, the day
+label and the input check live here, once, and ``ingest`` and ``recall`` both import them.
+
+Keywords (MemFly's keyword layer): content words (not stopwords, not numbers-only), lower-cased,
+ranked by a simple salience (capitalised words and longer words first, then first occurrence).
+Entities: runs of capitalised words, skipping sentence-initial stopwords ("The", "I"), plus quoted
+titles. Day labels are "8 May 2023": the form LoCoMo's gold answers use (Maharana et al. 2024).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+
+from edgemem.display import size as shown_size
+from edgemem.errors import BadInput
+
+__all__ = [
+    "STOPWORDS", "MONTH_NAMES", "tokens", "extract_keywords", "extract_entities", "day_label", "iso_day_label",
+    "check_text",
+]
+
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are aren't as at be because been before being
+    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during
+    each few for from further get got had hadn't has hasn't have haven't having he he'd he'll he's her here here's
+    hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself just let's
+    like me more most mustn't my myself no nor not now of off on once only or other ought our ours ourselves out
+    over own really same shan't she she'd she'll she's should shouldn't so some such than that that's the their
+    theirs them themselves then there there's these they they'd they'll they're they've this those through to too
+    under until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where where's
+    which while who who's whom why why's will with won't would wouldn't you you'd you'll you're you've your yours
+    yourself yourselves yeah yes oh hey hi hello wow thanks thank okay ok well much many lot lots thing things
+    something anything everything going gonna want wanted know think thought make made really pretty sure great
+    good nice awesome amazing cool totally definitely always never even still though one two day days time times
+    """.split()
+)
+
+# English names, not the locale's: strftime("%B") would write the labels in the user's language and
+# the date tools, which read them back, only know these.
+MONTH_NAMES = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)
+
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z'\-]*[A-Za-z]|[A-Za-z]")
+_CAP_RUN = re.compile(r"\b(?:[A-Z][a-zA-Z'\-]+)(?:\s+(?:of|the|de|van|von)?\s*[A-Z][a-zA-Z'\-]+)*")
+_QUOTED = re.compile(r"[\"“]([^\"”]{2,60})[\"”]")
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased words in order (letters, inner apostrophes and hyphens kept)."""
+    return [t.lower().strip("'-") for t in _TOKEN.findall(text)]
+
+
+def extract_keywords(text: str, limit: int = 10) -> list[str]:
+    seen: dict[str, float] = {}
+    for pos, raw in enumerate(_TOKEN.findall(text)):
+        word = raw.lower().strip("'-")
+        if len(word) < 3 or word in STOPWORDS:
+            continue
+        score = len(word) / 10 + (1.0 if raw[0].isupper() and pos > 0 else 0.0) - pos / 1000
+        seen[word] = max(seen.get(word, -1e9), score)
+    return [w for w, _ in sorted(seen.items(), key=lambda kv: -kv[1])[:limit]]
+
+
+def extract_entities(text: str, limit: int = 10) -> list[str]:
+    found: dict[str, None] = {}
+    for match in _CAP_RUN.finditer(text):
+        words = match.group(0).split()
+        while words and words[0].lower() in STOPWORDS:
+            words = words[1:]
+        if words:
+            found[" ".join(words)] = None
+    for match in _QUOTED.finditer(text):
+        found[match.group(1).strip()] = None
+    return list(found)[:limit]
+
+
+def day_label(day: date, *, month: bool = True, year: bool = True) -> str:
+    """'8 May 2023' (or '8 May' / '8' without the parts a span label already says)."""
+    parts = [str(day.day)]
+    if month:
+        parts.append(MONTH_NAMES[day.month - 1])
+    if year:
+        parts.append(str(day.year))
+    return " ".join(parts)
+
+
+def iso_day_label(value: str) -> str:
+    """The day label of an ISO 8601 date or timestamp (an event time column)."""
+    return day_label(datetime.fromisoformat(value))
+
+
+def check_text(text: object, max_bytes: int, what: str = "text", hint: str = "") -> str:
+    """The text itself, or BadInput with a one-line reason (anything a user hands in: a turn to
+    remember, a file chunk, a question); ``hint`` says what to do instead of an over-size text."""
+    if not isinstance(text, str):
+        raise BadInput(f"{what} must be a string")
+    if "\x00" in text:
+        raise BadInput(f"{what} contains NUL bytes: binary data is not remembered")
+    if not text.strip():
+        raise BadInput(f"{what} is empty")
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > max_bytes:
+        raise BadInput(f"{what} is {shown_size(size)}; the limit is {shown_size(max_bytes)} (setting max_text_bytes)"
+                       + (f": {hint}" if hint else ""))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInput(f"{what} is not valid Unicode text") from None
+    return text

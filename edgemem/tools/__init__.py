@@ -1,0 +1,1 @@
+"""Developer tools that check the package itself (``python -m edgemem.tools.imports``)."""
