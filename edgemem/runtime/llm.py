@@ -26,8 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+
 from edgemem.errors import ContextTooLong, ModelError, SchemaError
-from edgemem.runtime.prefix_cache import KVPrefixes
+from edgemem.runtime.prefix_cache import KVPrefixes, common_prefix
 from edgemem.runtime.schema import validate
 
 log = logging.getLogger(__name__)
@@ -148,9 +150,12 @@ class LlamaCppLLM:
         stops = [*template_stop, *(stop or [])]
         with self._lock:
             start = time.perf_counter()
-            live = _common_prefix_len(self._llama._input_ids, tokens)
-            restored = self.prefixes.prepare(tokens) if self.prefixes is not None else 0
-            reused = live + restored  # prompt tokens this call does not evaluate
+            arr = np.asarray(tokens, dtype=np.intc)
+            live = common_prefix(np.asarray(self._llama._input_ids, dtype=np.intc), arr)
+            restored = self.prefixes.prepare(arr, live) if self.prefixes is not None else 0
+            # Prompt tokens this call does not evaluate (llama-cpp-python re-evaluates the last
+            # token when the whole prompt is cached).
+            reused = min(live + restored, max(len(tokens) - 1, 0))
             first: float | None = None
             parts: list[str] = []
             finish = "stop"
@@ -245,16 +250,6 @@ class PrefillLedger:
             # What the restored tokens would have cost at this process's measured prefill speed.
             "prefill_saved_s": round(restored / rate, 2) if rate else 0.0,
         }
-
-
-def _common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    # llama-cpp-python re-evaluates the last token when the whole prompt is cached.
-    return min(n, max(len(b) - 1, 0))
 
 
 @contextmanager

@@ -162,16 +162,15 @@ class KVPrefixes:
         self._llama = llama
         self.cache = PrefixCache(capacity_bytes, min_tokens=min_tokens)
 
-    def prepare(self, tokens: Sequence[int]) -> int:
-        """Bring the KV cache to the longest known prefix of ``tokens`` before generating.
+    def prepare(self, arr: np.ndarray, live: int) -> int:
+        """Bring the KV cache to the longest known prefix of ``arr`` (the prompt's tokens) before
+        generating; ``live`` is how many of them the KV cache holds now.
 
         Also keeps the prefix this prompt shares with a recent one, when that is new. Returns how
         many prompt tokens a restored state saved from evaluation. llama-cpp-python's ``generate``
         then evaluates only what follows the prefix the KV cache holds.
         """
-        llama, cache = self._llama, self.cache
-        arr = np.asarray(tokens, dtype=np.intc)
-        live = common_prefix(np.asarray(llama._input_ids, dtype=np.intc), arr)
+        cache = self.cache
         known, state = cache.longest(arr)
         restored = 0
         if state is not None and known > live:

@@ -10,21 +10,9 @@ from pathlib import Path
 
 import pytest
 from conftest import ANSWER
-from typer.testing import CliRunner
+from daemon_util import cli as edgemem
 
-from edgemem.cli import app
-from edgemem.errors import EdgememError
 from edgemem.store import raw as raw_store
-
-
-def edgemem(*args: str, input: str | None = None) -> tuple[int, str]:
-    """Run the CLI; an EdgememError becomes its exit code, as ``main()`` does."""
-    result = CliRunner().invoke(app, list(args), input=input)
-    if isinstance(result.exception, EdgememError):
-        return result.exception.exit_code, result.exception.message
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout
 
 
 def test_no_daemon_is_a_clear_error_with_its_exit_code(settings) -> None:
