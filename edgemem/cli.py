@@ -127,12 +127,73 @@ def _call(c: Ctx, method: str, params: dict[str, Any], local: Callable[[Any], An
 
 
 class _Printer:
-    """Streams answer tokens to stdout as they arrive (not with --json: scripts get one object)."""
+    """What a streamed answer shows (not with --json: scripts get one object).
+
+    stderr: one dim status line, updated in place on a terminal (one plain line per update when
+    stderr is not a terminal): the route and the layer that decided it, the notes found and packed,
+    "checking…" while the validator runs, "retrying as TAG" when it rejects a draft. stdout: the
+    answer's tokens as they arrive; a "(checking…)" marker follows a streamed answer until the
+    validator is done (a rejected draft is followed by the daemon's notice and the retry).
+    """
 
     def __init__(self, c: Ctx) -> None:
         self.enabled = not c.as_json
         self.printed = False
+        self.tty = sys.stderr.isatty()
+        self.dim = ("\033[2m", "\033[0m") if self.tty and not os.environ.get("NO_COLOR") else ("", "")
+        self.parts: list[str] = []
+        self.open = False  # a status line without its newline is on the terminal
+        self.marker = False  # the "(checking…)" marker follows the streamed answer
 
+    # -- stderr -------------------------------------------------------------------------------------
+    def _status(self, part: str, *, replace: bool = False) -> None:
+        if replace or not self.parts:
+            self.parts = [part]
+        else:
+            self.parts.append(part)
+        text = " · ".join(self.parts)
+        if self.tty:
+            sys.stderr.write(f"\r\033[K{self.dim[0]}{text}{self.dim[1]}")
+            self.open = True
+        else:
+            sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+    def _end_status(self) -> None:
+        if self.open:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.open = False
+
+    def _clear_marker(self) -> None:
+        if self.marker:
+            sys.stderr.write("\0338\033[J")  # back to where the marker began; erase it
+            sys.stderr.flush()
+            self.marker = False
+
+    def stage(self, name: str, data: Any) -> None:
+        if not self.enabled or not isinstance(data, dict):
+            return
+        if name == "route":
+            layer = data.get("layer")
+            self._status("from recent turns (active context)" if layer == "active-context"
+                         else f"{data.get('tag')} (decided by {layer})", replace=True)
+        elif name == "notes" and not self.printed:
+            self._status(f"{data.get('packed', 0)} of {data.get('found', 0)} notes packed")
+        elif name == "checking":
+            if not self.printed:
+                self._status("checking…")
+            elif self.tty:
+                sys.stdout.flush()
+                sys.stderr.write(f"\0337{self.dim[0]} (checking…){self.dim[1]}")
+                sys.stderr.flush()
+                self.marker = True
+        elif name == "retry":
+            self._clear_marker()
+            if not self.printed:  # a printed draft is followed by the daemon's notice instead
+                self._status(f"not supported; retrying as {data.get('tag')}")
+
+    # -- stdout -------------------------------------------------------------------------------------
     def token(self, piece: str) -> None:
         if not self.enabled:
             return
@@ -140,6 +201,8 @@ class _Printer:
             piece = piece.lstrip()
             if not piece:
                 return
+            self._end_status()
+        self._clear_marker()
         self.printed = True
         sys.stdout.write(piece)
         sys.stdout.flush()
@@ -147,6 +210,41 @@ class _Printer:
     def event(self, name: str, data: Any) -> None:
         if name == "token" and isinstance(data, str):
             self.token(data)
+        else:
+            self.stage(name, data)
+
+    def finish(self) -> None:
+        """The reply arrived: drop the marker, end an open status line."""
+        self._clear_marker()
+        self._end_status()
+
+    def cancelled(self, c: Ctx) -> None:
+        """Ctrl+C: say so, on stderr (stdout keeps what was streamed, with its newline)."""
+        self._clear_marker()
+        self._end_status()
+        if self.printed:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        if c.as_json:
+            typer.echo(json.dumps(error_json("cancelled", "cancelled", 130), indent=2))
+        else:
+            sys.stderr.write("cancelled\n")
+            sys.stderr.flush()
+
+
+def _cancellable(fn: Callable[[], Any]) -> Any:
+    """Run ``fn`` (an answer with ``--local``) so that Ctrl+C also stops the model's generation."""
+    import threading
+
+    from edgemem.runtime.scheduler import cancel_scope
+
+    event = threading.Event()
+    try:
+        with cancel_scope(event):
+            return fn()
+    except KeyboardInterrupt:
+        event.set()  # the model job, on its worker thread, stops at its next token
+        raise
 
 
 # -- setup ------------------------------------------------------------------------------------------
@@ -245,14 +343,155 @@ def remember(
     _print(c, result, lambda r: f"remembered (note {', '.join(map(str, r.get('notes') or [])) or 'queued'})")
 
 
+NO_WAIT_HELP = "Return once stored; the daemon organises it in the background (no progress bar)."
+
+
 @app.command()
-def ingest(ctx: typer.Context, path: Path = typer.Argument(..., help="A .txt/.md file or a folder of them.")) -> None:
-    """Ingest text and Markdown files (re-ingesting unchanged files does nothing)."""
+def ingest(ctx: typer.Context, path: Path = typer.Argument(..., help="A .txt/.md file or a folder of them."),
+           no_wait: bool = typer.Option(False, "--no-wait", help=NO_WAIT_HELP)) -> None:
+    """Ingest text and Markdown files (re-ingesting unchanged files does nothing).
+
+    Then shows a progress bar until the new chunks are organised into notes (Ctrl-C stops waiting,
+    not the work)."""
     c = _ctx(ctx)
     path = path.expanduser().absolute()  # the daemon does not share our working folder
-    result = _call(c, "ingest", {"path": str(path)}, lambda e: e.ingest(path, process=True))
+    if c.local:
+        with _engine(c) as engine:
+            result = engine.ingest(path)
+            _stored_then_wait(c, result, _ingest_text, _added_chunks(result), no_wait, engine)
+        return
+    result = _call(c, "ingest", {"path": str(path)}, lambda e: None)
+    _stored_then_wait(c, result, _ingest_text, _added_chunks(result), no_wait)
 
-    _print(c, result, _ingest_text)
+
+def _added_chunks(result: dict) -> int:
+    return sum(a["chunks"] for a in result["added"])
+
+
+# -- waiting for the write path (ingest, import-chat) ----------------------------------------------------
+WAIT_POLL_S = 0.5  # how often the backlog is read
+
+
+def _stored_then_wait(c: Ctx, result: dict, human: Callable[[Any], str], added: int, no_wait: bool,
+                      engine: Any = None) -> None:
+    """Print what was stored, then wait for the worker to organise it (not with ``--no-wait``, nor when
+    nothing was added). ``engine``: no daemon, the work runs here (``--local``, import-chat)."""
+    if not c.as_json:
+        _print(c, result, human)
+    if added and not no_wait:
+        result = {**result, "organised": _Backlog(c, local=engine is not None).wait(_backlog_poll(c, engine))}
+        if engine is not None and not result["organised"].get("interrupted"):
+            engine.process()  # the follow-up jobs (clusters, topics), as a local command always did
+    if c.as_json:
+        _print(c, result)
+
+
+def _backlog_poll(c: Ctx, engine: Any = None) -> Callable[[bool], dict]:
+    """``poll(first)`` -> {"records", "jobs", "alive"}: the daemon's backlog every WAIT_POLL_S, or
+    with ``engine`` the backlog after running jobs here for WAIT_POLL_S."""
+    import time
+
+    if engine is not None:
+        def local(first: bool) -> dict:
+            end = time.monotonic() + (0 if first else WAIT_POLL_S)
+            while time.monotonic() < end and engine.worker.backlog()["records"] and engine.worker.drain(limit=1):
+                pass
+            return {**engine.worker.backlog(), "alive": True}
+
+        return local
+    from edgemem.daemon.client import Client
+
+    client = Client(c.settings().socket, timeout=60)
+
+    def remote(first: bool) -> dict:
+        if not first:
+            time.sleep(WAIT_POLL_S)
+        status = client.call("status")
+        queue = status.get("queue", {})
+        backlog = status.get("backlog") or {"records": queue.get("pending", 0) + queue.get("running", 0)}
+        return {**backlog, "alive": status.get("daemon", {}).get("worker_alive", True)}
+
+    remote.close = client.close  # type: ignore[attr-defined]
+    return remote
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s // 60 % 60:02d}m"
+
+
+class _Backlog:
+    """Waits until the backlog is organised: a bar with an ETA on a terminal's stderr, else only a
+    final line on stderr, and under ``--json`` nothing (the outcome goes into the JSON object)."""
+
+    WIDTH = 28
+
+    def __init__(self, c: Ctx, *, local: bool = False) -> None:
+        self.quiet = c.as_json
+        self.bar = not c.as_json and sys.stderr.isatty()
+        self.local = local
+        self.drawn = False
+
+    def _say(self, line: str) -> None:
+        if self.quiet:
+            return
+        if self.drawn:
+            sys.stderr.write("\r\033[K")
+            self.drawn = False
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def _draw(self, total: int, left: int, eta: float | None) -> None:
+        if not self.bar:
+            return
+        done = total - left
+        filled = int(self.WIDTH * done / total) if total else self.WIDTH
+        tail = f", ETA {_duration(eta)}" if eta is not None else ""
+        sys.stderr.write(f"\rorganising [{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{total} records{tail}\033[K")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def wait(self, poll: Callable[[bool], dict]) -> dict:
+        import time
+
+        from edgemem.errors import EdgememError
+
+        started = time.monotonic()
+        out: dict[str, Any] = {}
+        total = left = 0
+        try:
+            first = poll(True)
+            total = left = start_left = first["records"]
+            while left > 0:
+                elapsed = time.monotonic() - started
+                rate = (start_left - left) / elapsed if elapsed > 0 else 0.0
+                self._draw(total, left, left / rate if rate > 0 else None)
+                now = poll(False)
+                left = now["records"]
+                total = max(total, left)
+                if not now.get("alive", True):
+                    out["stopped"] = "the daemon's worker is not running"
+                    self._say(f"stopped waiting: the daemon's worker is not running ({left} records left; see its log)")
+                    break
+        except KeyboardInterrupt:
+            out["interrupted"] = True
+            if self.local:
+                self._say(f"stopped with {left} of {total} records left; they stay queued and are organised by "
+                          "the daemon (`edgemem serve`) or the next --local ingest")
+            else:
+                self._say(f"stopped waiting with {left} of {total} records left; the daemon goes on organising "
+                          "them in the background (`edgemem status` shows the backlog)")
+        except EdgememError as exc:
+            out["stopped"] = exc.message
+            self._say(f"stopped waiting: {exc.message}")
+        took = time.monotonic() - started
+        out.update(records=total, left=left, seconds=round(took, 1))
+        if left == 0:
+            self._say(f"organised {total} records in {_duration(took)}")
+        close = getattr(poll, "close", None)
+        if close is not None:
+            close()
+        return out
 
 
 def _ingest_text(r: dict) -> str:
@@ -307,8 +546,14 @@ def ask(ctx: typer.Context, question: str = typer.Argument(..., help="Your quest
 
     c = _ctx(ctx)
     out = _Printer(c)
-    result = _call(c, "ask", {"question": question, "stream": not c.as_json},
-                   lambda e: answer_result(e.ask(question, on_token=out.token)), on_event=out.event)
+    try:
+        result = _call(c, "ask", {"question": question, "stream": False if c.as_json else "progress"},
+                       lambda e: answer_result(_cancellable(lambda: e.ask(question, on_token=out.token, on_stage=out.stage))),
+                       on_event=out.event)
+    except KeyboardInterrupt:  # the client sent cancel and hung up: the daemon stops the answer
+        out.cancelled(c)
+        raise SystemExit(130) from None
+    out.finish()
     if out.printed:
         typer.echo()
     _print(c, result, lambda r: _answer_text(r, streamed=out.printed, why=_why_command(c, r["query_id"])))
@@ -546,9 +791,16 @@ def chat(
                         break
                     continue
                 out = _Printer(c)
-                last = s.call("chat", {"message": line, "session": session, "stream": not c.as_json},
-                              lambda e: answer_result(e.chat(line, session=session, on_token=out.token), session=session),
-                              on_event=out.event)
+                try:
+                    last = s.call("chat", {"message": line, "session": session,
+                                           "stream": False if c.as_json else "progress"},
+                                  lambda e: answer_result(_cancellable(lambda: e.chat(
+                                      line, session=session, on_token=out.token, on_stage=out.stage)), session=session),
+                                  on_event=out.event)
+                except KeyboardInterrupt:  # Ctrl+C during an answer stops it; the conversation goes on
+                    out.cancelled(c)
+                    continue
+                out.finish()
                 if c.as_json:
                     typer.echo(json.dumps(last, default=str))
                 else:
@@ -751,17 +1003,21 @@ def import_chat(
     ctx: typer.Context,
     path: Path = typer.Argument(..., help="A chat export: generic chat JSON or LoCoMo's format."),
     fmt: str = typer.Option("auto", "--format", help="auto, chat or locomo."),
+    no_wait: bool = typer.Option(False, "--no-wait", help=NO_WAIT_HELP),
 ) -> None:
-    """Import conversations from a chat JSON file (one source per session; re-import is safe)."""
+    """Import conversations from a chat JSON file (one source per session; re-import is safe).
+
+    Then shows a progress bar until the new turns are organised into notes (Ctrl-C stops waiting)."""
     from edgemem.store import lock
 
     c = _ctx(ctx)
-    # With a daemon serving this store its worker organises the new turns (it polls the queue);
-    # without one, they are organised here before the command returns.
+    # With a daemon serving this store its worker organises the new turns (it polls the queue) and
+    # this command follows its backlog; without one, they are organised here.
     serving = lock.held(c.settings().database)
     with _engine(c) as engine:
-        result = engine.import_chat(path.expanduser(), fmt=fmt, process=not serving)
-    _print(c, result, lambda r: json.dumps(r, indent=2, default=str))
+        result = engine.import_chat(path.expanduser(), fmt=fmt, process=False)
+        _stored_then_wait(c, result, lambda r: json.dumps(r, indent=2, default=str), result["turns"], no_wait,
+                          None if serving else engine)
 
 
 @app.command()

@@ -115,6 +115,9 @@ def _stage_detail(name: str, stage: Mapping[str, Any]) -> str:
 
 
 def _verdict(data: Mapping[str, Any]) -> str:
+    if data.get("cancelled"):
+        return (f"cancelled by the client during {data.get('cancelled_at', '?')}, after "
+                f"{data.get('completion_tokens', 0)} generated token(s)")
     verdict = data.get("verdict")
     if verdict is None:
         return "-"
@@ -136,8 +139,11 @@ def why_text(trace: Mapping[str, Any]) -> str:
         head["route"] = f"{data.get('route_tag') or trace.get('route_tag') or '?'}, decided by the {layer or '?'} layer"
         head["tier"] = data.get("tier", trace.get("tier"))
         retrieved, used = data.get("retrieved") or [], data.get("used") or []
-        head["notes"] = (f"{len(retrieved)} retrieved, {len(used)} used"
-                         + (f" (note{'s' if len(used) > 1 else ''} {', '.join(map(str, used))})" if used else ""))
+        if data.get("cancelled") and not retrieved:  # a cancelled trace keeps counts, not ids
+            head["notes"] = f"{data.get('notes_found', 0)} found, {data.get('notes_packed', 0)} packed"
+        else:
+            head["notes"] = (f"{len(retrieved)} retrieved, {len(used)} used"
+                             + (f" (note{'s' if len(used) > 1 else ''} {', '.join(map(str, used))})" if used else ""))
         head["tokens"] = (f"{data.get('packed_tokens', 0)} packed for the answer, "
                           f"{data.get('pipeline_tokens', 0)} model tokens in all")
     tail: dict[str, Any] = {"verdict": _verdict(data) if layer != "active-context" else "-"}

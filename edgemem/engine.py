@@ -25,6 +25,7 @@ from edgemem.ingest.worker import Worker, WriteStep
 from edgemem.recall import pipeline
 from edgemem.recall.pipeline import Answer
 from edgemem.runtime.runtime import Runtime
+from edgemem.runtime.scheduler import Cancelled
 from edgemem.store import jobs, notes, stats, traces
 from edgemem.store import profile as profile_store
 from edgemem.store import raw as raw_store
@@ -46,7 +47,9 @@ class Engine:
         self.settings = settings
         self.store = store
         self.runtime = runtime
-        self.worker = Worker(store, runtime.background, runtime.embed, write_steps.default_steps() if steps is None else steps)
+        # The worker embeds at background priority and waits while an interactive request runs.
+        self.worker = Worker(store, runtime.background, runtime.embed_background,
+                             write_steps.default_steps() if steps is None else steps, busy=runtime.interactive_busy)
         # Job kinds the steps enqueue (cluster init/profile/split, topics); harmless with steps=[].
         self.worker.handlers.update(write_steps.extra_handlers())
         self._router: Any = None
@@ -218,10 +221,12 @@ class Engine:
         return self._router
 
     def ask(self, question: str, *, session: str | None = None, now: datetime | None = None, on_token: Any = None,
-            on_reset: Any = None) -> Answer:
+            on_reset: Any = None, evidence: list[int] | None = None, on_stage: Any = None) -> Answer:
         """Answer from memory through the MemFlow read path (the flat-RAG baseline lives in eval.baselines).
 
         ``now`` is when the question is asked (default: this moment); "how long ago" is measured to it.
+        ``on_stage(name, data)`` hears the stages as they are reached (route, notes, checking, retry).
+        Cancelled (the caller's cancel scope was set) is re-raised after a trace row records it.
         """
         question = check_text(question, self.settings.max_text_bytes, "question")
         query_id = uuid.uuid4().hex[:12]
@@ -231,15 +236,50 @@ class Engine:
             # before the retry streams, rather than silently appending a second answer.
             def on_reset() -> None:
                 on_token(RETRY_NOTICE)
-        outcome = pipeline.run(conn, question, llm=self.runtime.interactive, embed=self.runtime.embed,
-                               router=self.router, recent=self._recent_turns(session), on_token=on_token,
-                               on_reset=on_reset, now=_local(now))
+        reached: dict[str, dict] = {}  # the stages seen, for the trace of a cancelled query
+        streamed: list[str] = []
+
+        def stage(name: str, data: dict) -> None:
+            reached[name] = data
+            if on_stage is not None:
+                on_stage(name, data)
+
+        def token(piece: str) -> None:
+            streamed.append(piece)
+            on_token(piece)
+
+        try:
+            outcome = pipeline.run(conn, question, llm=self.runtime.interactive, embed=self.runtime.embed,
+                                   router=self.router, recent=self._recent_turns(session),
+                                   on_token=token if on_token is not None else None, on_reset=on_reset,
+                                   on_stage=stage, now=_local(now), evidence=evidence)
+        except Cancelled as exc:
+            self._record_cancelled(query_id, question, exc, reached, streamed)
+            raise
         text, trace = outcome.text, outcome.trace
         used = notes.get_many(conn, outcome.note_ids)
         with self.store.transaction() as conn:
             traces.insert(conn, query_id, question, text, route_tag=trace.get("route_tag"),
                           route_layer=trace.get("route_layer"), tier=trace.get("tier"), data=trace)
         return Answer(query_id, question, text, used, trace)
+
+    def _record_cancelled(self, query_id: str, question: str, exc: Cancelled, reached: dict[str, dict],
+                          streamed: list[str]) -> None:
+        """The trace row of a query stopped by its requester: how far it got, what it had generated."""
+        route = reached.get("route", {})
+        data = {"system": "edgemem", "cancelled": True, "cancelled_at": exc.stage or next(reversed(reached), "start"),
+                "completion_tokens": exc.completion_tokens, "streamed_pieces": len(streamed),
+                "route_tag": route.get("tag"), "route_layer": route.get("layer"), "stages_reached": list(reached)}
+        if "notes" in reached:
+            data.update(tier=reached["notes"].get("tier"), notes_found=reached["notes"].get("found"),
+                        notes_packed=reached["notes"].get("packed"))
+        exc.query_id = query_id  # type: ignore[attr-defined]
+        try:
+            with self.store.transaction() as conn:
+                traces.insert(conn, query_id, question, "".join(streamed), route_tag=data["route_tag"],
+                              route_layer=data["route_layer"], tier=data.get("tier"), data=data)
+        except Exception as err:  # the cancellation is what the caller must see
+            log.warning("trace of cancelled query %s not stored: %s", query_id, type(err).__name__)
 
     def retrieve(self, question: str, *, now: datetime | None = None) -> Answer:
         """Route, retrieve and pack without generating (evaluation's --retrieval-only); no model call."""
@@ -279,7 +319,7 @@ class Engine:
             while len(self._sessions) > CHAT_SESSIONS:
                 self._sessions.popitem(last=False)
 
-    def chat(self, message: str, *, session: str, on_token: Any = None) -> Answer:
+    def chat(self, message: str, *, session: str, on_token: Any = None, on_stage: Any = None) -> Answer:
         """One chat turn: answer it, then keep the user's words as a turn of ``session``.
 
         Kept after answering so the active-context check sees only earlier turns, and kept even when
@@ -290,7 +330,7 @@ class Engine:
         """
         message = check_text(message, self.settings.max_text_bytes, "message")
         try:
-            answer = self.ask(message, session=session, on_token=on_token)
+            answer = self.ask(message, session=session, on_token=on_token, on_stage=on_stage)
         except BaseException:
             try:
                 self._keep_turn(message, session)

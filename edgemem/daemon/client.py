@@ -3,6 +3,9 @@
 Error replies come back as the same typed :class:`EdgememError` the daemon raised (by code), so the
 CLI prints one line and exits with the documented code whether it ran ``--local`` or not. No daemon
 at the socket is :class:`DaemonUnavailable`, with the command that starts one.
+
+Ctrl+C (KeyboardInterrupt) during a call sends ``cancel`` for the request and closes the connection,
+so the daemon stops the work at once (either alone would do); the next call connects again.
 """
 
 from __future__ import annotations
@@ -97,6 +100,9 @@ class Client:
                     raise protocol.remote_error(msg["error"])
                 if "result" in msg:
                     return msg["result"]
+        except KeyboardInterrupt:
+            self.abandon(request_id)
+            raise
         except TimeoutError:
             self.close()
             raise DaemonUnavailable(f"no reply from the daemon at {self.path} within {self.timeout:g}s") from None
@@ -106,6 +112,18 @@ class Client:
         except json.JSONDecodeError:
             self.close()
             raise protocol.BadFrame("the daemon sent a line that is not JSON") from None
+
+
+    def abandon(self, request_id: str) -> None:
+        """Stop waiting for ``request_id``: ask the daemon to cancel it, then hang up (best effort)."""
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.settimeout(0.5)
+                sock.sendall(protocol.request(f"cancel-{request_id}", "cancel", {"request": request_id}))
+            except OSError:
+                pass
+        self.close()
 
 
 def call(path: Path | str, method: str, params: dict | None = None, *, on_event: OnEvent | None = None,

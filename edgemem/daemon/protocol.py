@@ -5,6 +5,20 @@ Newline-delimited JSON, one object per line, UTF-8:
 - request  ``{"v": 1, "id": "7", "method": "ask", "params": {"question": "..."}}``
 - reply    ``{"id": "7", "result": {...}}`` or ``{"id": "7", "error": {"code": "...", "message": "..."}}``
 - stream   zero or more ``{"id": "7", "event": "token", "data": "..."}`` before the reply.
+- progress with ``"stream": "progress"`` (ask, chat) the events also say what the daemon is doing,
+           in this order: ``{"event": "route", "data": {"tag": "...", "layer": "rules"}}`` (tag
+           null for layer "active-context"), ``{"event": "notes", "data": {"found": 12, "packed": 5,
+           "tier": 2, "attempt": 0}}``, the ``token`` events, ``{"event": "checking", "data":
+           {"attempt": 0}}`` while the validator checks the answer, and, when it rejects it,
+           ``{"event": "retry", "data": {"tag": "..."}}`` followed by a second notes/tokens/checking
+           round. ``"stream": true`` gets token events only, as before; ``false`` no events.
+- cancel   ``{"v": 1, "id": "8", "method": "cancel", "params": {"request": "7"}}`` stops request 7
+           of this connection: its generation ends at the next token (a prefill is aborted), the
+           model is free at once, the query's trace row records it as cancelled, and request 7 gets
+           ``{"id": "7", "error": {"code": "cancelled", ...}}``; the cancel itself gets
+           ``{"id": "8", "result": {"cancelled": true}}`` (false: no such request in flight). A client
+           that hangs up (closes its socket) cancels all of its requests the same way; a half-close
+           (shutdown of its writing side) does not: it still gets its replies.
 
 A frame longer than ``max_frame_bytes`` (newline not counted), a line that is not a JSON object, a
 wrong version, an unknown method or bad params each get an error reply; the connection stays open.
@@ -69,6 +83,13 @@ class ShuttingDown(DaemonUnavailable):
     code = "shutting_down"
 
 
+class RequestCancelled(EdgememError):
+    """The request was cancelled by its client (``cancel``, or Ctrl+C in the CLI)."""
+
+    code = "cancelled"
+    exit_code = 130
+
+
 class InternalError(EdgememError):
     """A bug in the daemon; the request failed, the daemon keeps serving (details in its log)."""
 
@@ -122,12 +143,16 @@ class Method:
 _STR = (str,)
 _INT = (int,)
 _BOOL = (bool,)
+_STREAM = (bool, str)  # true, false or PROGRESS
+PROGRESS = "progress"
 
 METHODS: dict[str, Method] = {
     # "now": when the question is asked (ISO 8601 date or time; the daemon's clock when absent)
+    # "stream": true (token events), false (none) or "progress" (tokens and route/notes/checking/retry)
     "ask": Method({"question": Param(_STR, True), "session": Param(_STR), "now": Param(_STR),
-                   "stream": Param(_BOOL, default=True)}, streams=True),
-    "chat": Method({"message": Param(_STR, True), "session": Param(_STR), "stream": Param(_BOOL, default=True)}, streams=True),
+                   "stream": Param(_STREAM, default=True)}, streams=True),
+    "chat": Method({"message": Param(_STR, True), "session": Param(_STR), "stream": Param(_STREAM, default=True)}, streams=True),
+    "cancel": Method({"request": Param((str, int), True)}),
     "remember": Method({"text": Param(_STR, True), "speaker": Param(_STR), "when": Param(_STR), "session": Param(_STR)}),
     "ingest": Method({"path": Param(_STR, True)}),
     "forget": Method({"note_id": Param(_INT), "source": Param((str, int)), "query": Param(_STR),
@@ -159,6 +184,11 @@ class Request:
     def streams(self) -> bool:
         return METHODS[self.method].streams and bool(self.params.get("stream"))
 
+    @property
+    def progress(self) -> bool:
+        """Stream the stages (route, notes, checking, retry) as well as the tokens."""
+        return self.streams and self.params.get("stream") == PROGRESS
+
 
 def _fail(exc: ProtocolError, request_id: Any) -> ProtocolError:
     exc.request_id = request_id  # type: ignore[attr-defined]  # so the error reply carries the id
@@ -183,6 +213,8 @@ def _check_params(method: str, params: dict[str, Any], request_id: Any) -> dict[
             want = " or ".join(t.__name__ for t in p.types)
             raise _fail(BadParams(f"{method}: parameter {name!r} must be {want}, got {type(value).__name__}"), request_id)
         out[name] = value
+    if isinstance(out.get("stream"), str) and out["stream"] != PROGRESS:
+        raise _fail(BadParams(f"{method}: 'stream' must be true, false or {PROGRESS!r}, got {out['stream']!r:.40}"), request_id)
     if method in _PATH_PARAMS and not out["path"].startswith("/"):
         raise _fail(BadParams(f"{method}: path must be absolute (the client resolves it against its working folder)"), request_id)
     for name in _TIME_PARAMS:

@@ -11,6 +11,13 @@ The event loop never touches the model or the database: engine calls run on two 
 and the model itself is only touched by the runtime's scheduler thread, interactive lane first
 (DESIGN Principle 4). Streamed tokens come back through ``loop.call_soon_threadsafe``.
 
+Cancellation: every answer runs in a cancel scope (:mod:`edgemem.runtime.scheduler`). A ``cancel``
+request, a client that hangs up (a write fails, or its socket reports a hang-up: checked at end of
+input and every 50 ms while it has requests in flight, so a client gone during retrieval or prefill
+is noticed too) or a shutdown sets it: the generation stops at its next token, a prefill is aborted,
+model jobs still queued for it are dropped, so the model is free for the next request at once, and
+the query's trace row says it was cancelled.
+
 Safety: the socket is 0600 in a 0700 folder and every peer's uid is checked (SO_PEERCRED); a second
 daemon on the same store is refused by an ``flock`` on ``<db>.lock``; writes are acknowledged only
 after their commit, so stopping at any point — even ``kill -9`` — loses nothing acknowledged.
@@ -25,6 +32,7 @@ import itertools
 import logging
 import os
 import queue
+import select
 import signal
 import socket
 import stat
@@ -40,8 +48,9 @@ from typing import Any
 from edgemem import __version__, display
 from edgemem.config import Settings
 from edgemem.daemon import protocol
-from edgemem.daemon.protocol import Forbidden, InternalError, Request, ShuttingDown
+from edgemem.daemon.protocol import Forbidden, InternalError, Request, RequestCancelled, ShuttingDown
 from edgemem.errors import ConfigError, EdgememError
+from edgemem.runtime.scheduler import Cancelled, cancel_scope
 from edgemem.store.lock import StoreLock
 
 log = logging.getLogger(__name__)
@@ -50,6 +59,7 @@ SD_LISTEN_FDS_START = 3  # systemd passes activated sockets from fd 3 on (sd_lis
 MAX_SOCKET_PATH = 107  # sizeof(sockaddr_un.sun_path) - 1 on Linux
 READ_CHUNK = 64 * 1024
 INFLIGHT_PER_CONNECTION = 16  # past this a connection is not read until a request finishes (backpressure)
+HANGUP_POLL = 0.05  # seconds between hang-up checks of a half-closed connection with requests in flight
 _END = object()
 
 
@@ -192,10 +202,6 @@ class DaemonPool(Executor):
                 t.join()
 
 
-class RequestCancelled(Exception):
-    """Raised inside a token callback to stop a generation nobody is waiting for."""
-
-
 # -- connections ------------------------------------------------------------------------------------
 class Connection:
     _ids = itertools.count(1)
@@ -207,6 +213,7 @@ class Connection:
         self.number = next(self._ids)
         self.gone = False
         self.tasks: set[asyncio.Task] = set()
+        self.cancels: dict[Any, threading.Event] = {}  # request id -> its cancel event (answers in flight)
         self._slots = asyncio.Semaphore(INFLIGHT_PER_CONNECTION)
         self._write_lock = asyncio.Lock()
 
@@ -219,7 +226,27 @@ class Connection:
                 self.writer.write(line)
                 await self.writer.drain()
             except (ConnectionError, RuntimeError, OSError):
-                self.gone = True
+                self.hang_up()
+
+    def hung_up(self) -> bool:
+        """The peer closed its socket for good (a half-close, shutdown of its writing side, is not)."""
+        sock = self.writer.get_extra_info("socket")
+        if sock is None:
+            return False
+        try:
+            poller = select.poll()
+            poller.register(sock.fileno(), select.POLLHUP)  # POLLHUP and POLLERR are always reported
+            return any(ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, ev in poller.poll(0))
+        except (OSError, ValueError):
+            return True
+
+    def hang_up(self) -> None:
+        """Nobody reads any more: stop every answer this connection is waiting for."""
+        if not self.gone:
+            log.info("connection %d hung up with %d answer(s) in flight", self.number, len(self.cancels))
+        self.gone = True
+        for cancel in list(self.cancels.values()):
+            cancel.set()
 
     async def run(self) -> None:
         sock = self.writer.get_extra_info("socket")
@@ -238,8 +265,11 @@ class Connection:
                 await self.dispatch(item)
             if not data:
                 break
-        if self.tasks:  # a client may half-close and still read its replies
-            await asyncio.wait(self.tasks)
+        # A client may half-close and still read its replies; one that hung up cancels its requests.
+        while self.tasks:
+            if not self.gone and self.hung_up():
+                self.hang_up()
+            await asyncio.wait(set(self.tasks), timeout=HANGUP_POLL)
 
     async def dispatch(self, item: bytes | object) -> None:
         if item is protocol.OVERSIZED:
@@ -307,7 +337,7 @@ class Server:
             "forget": self._forget, "export": self._export, "status": self._status, "profile": self._profile,
             "search": self._search, "recent": self._recent,
             "watch.add": self._watch_add, "watch.remove": self._watch_remove, "watch.list": self._watch_list,
-            "trace": self._trace, "note": self._note, "shutdown": self._shutdown,
+            "trace": self._trace, "note": self._note, "shutdown": self._shutdown, "cancel": self._cancel,
         }
         missing = set(protocol.METHODS) ^ set(self.handlers)
         assert not missing, f"protocol and server disagree on {missing}"
@@ -467,6 +497,10 @@ class Server:
         self.requests += 1
         try:
             value = await self.handlers[req.method](conn, req)
+        except RequestCancelled as exc:
+            log.info("request %r (%s) cancelled by its client", req.id, req.method)
+            await conn.send(protocol.error(req.id, exc))
+            return
         except EdgememError as exc:
             await conn.send(protocol.error(req.id, exc))
             return
@@ -483,52 +517,76 @@ class Server:
     async def _store_call(self, fn: Callable[[], Any]) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._store_pool, fn)
 
-    async def _model_call(self, conn: Connection, req: Request, fn: Callable[[Any], Any]) -> Any:
-        """Run ``fn(on_token)`` on the model pool; stream its tokens to the client if asked to."""
+    async def _model_call(self, conn: Connection, req: Request, fn: Callable[[Any, Any], Any]) -> Any:
+        """Run ``fn(on_token, on_stage)`` on the model pool in a cancel scope; stream its tokens (and,
+        with ``progress``, its stages) to the client if asked to."""
         loop = asyncio.get_running_loop()
-        tokens: asyncio.Queue = asyncio.Queue()
+        events: asyncio.Queue = asyncio.Queue()
         cancel = threading.Event()
         stream = req.streams
+        progress = req.progress
 
         def on_token(piece: str) -> None:
             if cancel.is_set():
-                raise RequestCancelled()
+                raise Cancelled(stage="generate")
             if stream:
-                loop.call_soon_threadsafe(tokens.put_nowait, piece)
+                loop.call_soon_threadsafe(events.put_nowait, ("token", piece))
+
+        def on_stage(name: str, data: dict) -> None:
+            if cancel.is_set():  # between stages: before retrieval, before the answer, before checking
+                raise Cancelled(stage=name)
+            if progress:
+                loop.call_soon_threadsafe(events.put_nowait, (name, data))
 
         def work() -> Any:
             try:
-                return fn(on_token)
+                with cancel_scope(cancel):
+                    return fn(on_token, on_stage)
             finally:
                 with contextlib.suppress(RuntimeError):  # the loop is gone after a forced exit
-                    loop.call_soon_threadsafe(tokens.put_nowait, _END)
+                    loop.call_soon_threadsafe(events.put_nowait, _END)
 
         self._cancels.add(cancel)
+        previous = conn.cancels.get(req.id)
+        conn.cancels[req.id] = cancel
         try:
+            if conn.gone:
+                cancel.set()
             future = loop.run_in_executor(self._model_pool, work)
-            while (piece := await tokens.get()) is not _END:
-                await conn.send(protocol.event(req.id, "token", piece))
+            while (item := await events.get()) is not _END:
+                await conn.send(protocol.event(req.id, *item))
                 if conn.gone:
                     cancel.set()  # nobody reads: stop generating at the next token
-            return await future
+            try:
+                return await future
+            except Cancelled as exc:
+                query = getattr(exc, "query_id", None)
+                raise RequestCancelled("cancelled" + (f" (query {query})" if query else "")) from None
         except BaseException:
             cancel.set()
             raise
         finally:
             self._cancels.discard(cancel)
+            if conn.cancels.get(req.id) is cancel:
+                if previous is not None:
+                    conn.cancels[req.id] = previous
+                else:
+                    del conn.cancels[req.id]
 
     async def _ask(self, conn: Connection, req: Request) -> dict:
         p = req.params
         now = protocol.parse_time(p["now"]) if p["now"] is not None else None  # None: the engine's clock
         answer = await self._model_call(
-            conn, req, lambda on_token: self.engine.ask(p["question"], session=p["session"], now=now, on_token=on_token))
+            conn, req, lambda on_token, on_stage: self.engine.ask(p["question"], session=p["session"], now=now,
+                                                                  on_token=on_token, on_stage=on_stage))
         return protocol.answer_result(answer)
 
     async def _chat(self, conn: Connection, req: Request) -> dict:
         p = req.params
         session = p["session"] or _new_session()
         try:
-            answer = await self._model_call(conn, req, lambda on_token: self.engine.chat(p["message"], session=session, on_token=on_token))
+            answer = await self._model_call(conn, req, lambda on_token, on_stage: self.engine.chat(
+                p["message"], session=session, on_token=on_token, on_stage=on_stage))
         finally:
             self._wake.set()  # the user's turn was stored, answered or not
         return protocol.answer_result(answer, session=session)
@@ -581,6 +639,8 @@ class Server:
 
     async def _status(self, conn: Connection, req: Request) -> dict:
         out = await self._store_call(self.engine.status)
+        # The write path's backlog (records without their note yet): what `ingest` waits on.
+        out["backlog"] = await self._store_call(self.engine.worker.backlog)
         out["daemon"] = {
             "pid": os.getpid(),
             "socket": str(self._socket_path) if self._socket_path else "inherited",
@@ -589,10 +649,20 @@ class Server:
             "requests_in_flight": len(self.inflight),
             "requests_served": self.requests,
             "model_queue": self.engine.runtime.pending(),
+            "model_busy": self.engine.runtime.busy()["llm"],  # a model job is running now
+            "answers_in_flight": len(self._cancels),  # ask/chat requests not yet finished or cancelled
             "worker_alive": bool(self._worker and self._worker.is_alive()),
         }
         out["versions"] = versions()
         return out
+
+    async def _cancel(self, conn: Connection, req: Request) -> dict:
+        """Cancel a request of this connection (another connection's requests are not its to stop)."""
+        cancel = conn.cancels.get(req.params["request"])
+        if cancel is None:
+            return {"cancelled": False}
+        cancel.set()
+        return {"cancelled": True}
 
     async def _shutdown(self, conn: Connection, req: Request) -> dict:
         self.handle_exit(None)  # graceful: this reply is in flight, so it is sent before the loop stops

@@ -25,7 +25,7 @@ from edgemem import prompts
 from edgemem.errors import ContextTooLong
 from edgemem.eval.systems import SystemOutput
 from edgemem.recall.pipeline import ABSTAIN
-from edgemem.recall.retrieve import hybrid
+from edgemem.recall.retrieve import Hit, hybrid
 from edgemem.store import notes as notes_store
 from edgemem.store import raw as raw_store
 from edgemem.store.notes import Note
@@ -43,12 +43,17 @@ def note_line(i: int, note: Note) -> str:
 
 
 def flat_answer(conn: Any, llm: Any, embed: Any, question: str, *, k: int = RAG_K,
-                on_token: Any = None) -> tuple[str, list[Note], dict]:
-    """Hybrid top-``k`` → one grounded answer call citing the notes; abstains when nothing is found."""
+                on_token: Any = None, note_ids: list[int] | None = None) -> tuple[str, list[Note], dict]:
+    """Hybrid top-``k`` → one grounded answer call citing the notes; abstains when nothing is found.
+    ``note_ids`` replaces the retrieval (the evaluation's oracle evidence)."""
     t0 = time.perf_counter()
-    vector = embed([question])[0]
-    hits = hybrid(conn, question, vector, k)
-    found = notes_store.get_many(conn, [h.note_id for h in hits])
+    if note_ids is None:
+        vector = embed([question])[0]
+        hits = hybrid(conn, question, vector, k)
+        found = notes_store.get_many(conn, [h.note_id for h in hits])
+    else:
+        found = notes_store.get_many(conn, note_ids)
+        hits = [Hit(n.id, 1.0) for n in found]
     t1 = time.perf_counter()
     if not found:
         if on_token:
@@ -83,6 +88,13 @@ class FlatRAG:
     def answer(self, question: str, now: datetime | None) -> SystemOutput:  # noqa: ARG002 - same call as the others
         runtime = self.engine.runtime
         text, found, trace = flat_answer(self.engine.store.conn, runtime.interactive, runtime.embed, question, k=RAG_K)
+        trace["system"] = "rag"
+        return SystemOutput(text, list(found), trace, self._packed(found))
+
+    def answer_from(self, question: str, now: datetime | None, note_ids: list[int]) -> SystemOutput:  # noqa: ARG002
+        runtime = self.engine.runtime
+        text, found, trace = flat_answer(self.engine.store.conn, runtime.interactive, runtime.embed, question,
+                                         note_ids=note_ids)
         trace["system"] = "rag"
         return SystemOutput(text, list(found), trace, self._packed(found))
 

@@ -38,13 +38,17 @@ def _report(summary: dict, out: Path, as_json: bool) -> None:
     typer.echo(f"predictions: {out / 'predictions.jsonl'}\nsummary: {out / 'summary.json'}")
 
 
-SYSTEM_HELP = "edgemem (the full pipeline), rag (flat hybrid top-8) or full-context (newest turns that fit)."
+SYSTEM_HELP = ("edgemem (the full pipeline), rag (flat hybrid top-8) or full-context (newest turns that fit);"
+               " several, comma-separated, answer the same questions on the same stores.")
+EVIDENCE_HELP = ("retrieved (what each system finds), oracle (the notes of the gold evidence turns: the reading"
+                 " ceiling) or both.")
 STEPS_HELP = "Write-path steps at ingestion: default (gate, clusters, ... with the model) or none (notes only: fast)."
 
 
 def _run(ctx: typer.Context, benchmark: str, path: Path, only: list[str] | None, limit_questions: int | None,
          seed: int, system: str, retrieval_only: bool, steps: str, out: Path | None, resume: bool,
-         keep_stores: bool) -> None:
+         keep_stores: bool, stores: Path | None = None, split: str | None = None,
+         evidence: str = "retrieved") -> None:
     from edgemem.eval import harness, locomo, longmemeval
 
     settings, as_json = _root(ctx)
@@ -54,6 +58,14 @@ def _run(ctx: typer.Context, benchmark: str, path: Path, only: list[str] | None,
     if benchmark == "locomo":
         conversations = locomo.load(path, max_file_bytes=settings.max_file_bytes,
                                     max_text_bytes=settings.max_text_bytes, sample_ids=only)
+        if split is not None:
+            from edgemem.eval import splits
+
+            keep = set(splits.samples_in(split, [c.id for c in conversations]))
+            conversations = [c for c in conversations if c.id in keep]
+            if not conversations:
+                raise BadInput(f"{path}: no conversation of the {split} split")
+            only = [c.id for c in conversations]
     else:
         conversations = longmemeval.load(path, max_file_bytes=settings.max_file_bytes,
                                          max_text_bytes=settings.max_text_bytes, question_ids=only)
@@ -61,7 +73,8 @@ def _run(ctx: typer.Context, benchmark: str, path: Path, only: list[str] | None,
     run_config = harness.RunConfig(
         benchmark=benchmark, path=Path(path).expanduser(), out=out, system=system, retrieval_only=retrieval_only,
         steps=steps, seed=seed, limit=limit_questions, only=list(only) if only else None, resume=resume,
-        keep_stores=keep_stores, progress=not as_json,
+        keep_stores=keep_stores, progress=not as_json, stores=Path(stores).expanduser() if stores else None,
+        evidence=evidence,
     )
     echo = (lambda m: typer.echo(m, err=True)) if not as_json else None
     summary = harness.run(run_config, conversations, module.BENCHMARK, settings, echo=echo)
@@ -81,9 +94,13 @@ def locomo_command(
     out: Optional[Path] = typer.Option(None, "--out", help="Run folder (default: ./edgemem-eval/locomo-<system>-<time>)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out, skipping questions already answered."),
     keep_stores: bool = typer.Option(True, "--keep-stores/--no-keep-stores", help="Keep each conversation's store under --out."),
+    stores: Optional[Path] = typer.Option(None, "--stores", help="Keep and reuse the conversations' stores in this folder (shared by runs: ingest once)."),
+    split: Optional[str] = typer.Option(None, "--split", help="Only the conversations of this split: tune or check (edgemem.eval.splits)."),
+    evidence: str = typer.Option("retrieved", "--evidence", help=EVIDENCE_HELP),
 ) -> None:
     """Evaluate on a LoCoMo-format file: per-category F1, BLEU-1, abstention, recall@k, routing, cost."""
-    _run(ctx, "locomo", path, sample, limit_questions, seed, system, retrieval_only, steps, out, resume, keep_stores)
+    _run(ctx, "locomo", path, sample, limit_questions, seed, system, retrieval_only, steps, out, resume, keep_stores,
+         stores, split, evidence)
 
 
 @eval_app.command("longmemeval")
@@ -153,15 +170,36 @@ def bench(
     soak: Optional[Path] = typer.Option(None, "--soak", help="Instead: a soak on this LoCoMo file (memory over a long run)."),
     soak_turns: int = typer.Option(500, "--soak-turns", help="Turns the soak ingests with the write-path steps."),
     soak_questions: int = typer.Option(100, "--soak-questions", help="Questions the soak answers."),
+    paths: Optional[Path] = typer.Option(None, "--paths", help="Instead: both paths on real data: a conversation of this LoCoMo file, its questions, a Markdown folder, asks under backlog."),
+    paths_sample: Optional[str] = typer.Option(None, "--paths-sample", help="The conversation of --paths (default: the first)."),
+    paths_turns: Optional[int] = typer.Option(None, "--paths-turns", help="Only its first sessions, up to about this many turns."),
+    paths_questions: int = typer.Option(20, "--paths-questions", help="Its questions asked (seeded, proportional per category)."),
+    markdown_mb: float = typer.Option(2.0, "--markdown-mb", help="Size of the generated Markdown folder."),
+    markdown_timeout: float = typer.Option(3600.0, "--markdown-timeout", help="Seconds to wait for the folder to be organised."),
+    backlog_asks: int = typer.Option(5, "--backlog-asks", help="Questions asked again while the folder is being organised."),
 ) -> None:
     """Time the store, retrieval and packing, ingestion and ask (medians, one run, this machine).
 
     With --soak FILE: ingest and answer in one process with default settings and print the resident
-    set per quarter, its peak, and the prompt cache's bytes, hit rate and saved prefill time."""
+    set per quarter, its peak, and the prompt cache's bytes, hit rate and saved prefill time.
+    With --paths FILE: what a user waits for on real data: a conversation ingested with the default
+    steps, its questions asked (p50/p90, first token, pipeline tokens, F1 beside), a Markdown folder
+    from ingest to organised, and asks while it is organised against the same asks idle."""
     from edgemem.eval import harness
     from edgemem.eval.bench import BenchConfig, format_result, run_bench
 
     settings, as_json = _root(ctx)
+    if paths is not None:
+        from edgemem.eval import bench_paths
+
+        cfg = bench_paths.PathsConfig(paths, sample=paths_sample, turns=paths_turns, questions=paths_questions,
+                                      markdown_mb=markdown_mb, markdown_timeout=markdown_timeout,
+                                      backlog_asks=backlog_asks, seed=seed)
+        result = bench_paths.run_paths(settings, cfg, echo=None if as_json else (lambda m: typer.echo(m, err=True)))
+        out = out or Path(f"edgemem-bench-paths-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json")
+        harness.write_json(out, result)
+        typer.echo(json.dumps(result, indent=2, default=str) if as_json else bench_paths.format_paths(result) + f"\nsaved: {out}")
+        return
     if soak is not None:
         from edgemem.eval import soak as soak_mod
 

@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 
 SYSTEMS = ("edgemem", "rag", "full-context")
 STEPS = ("default", "none")
+EVIDENCE = ("retrieved", "oracle", "both")
 
 
 # -- the data a benchmark hands the harness --------------------------------------------------------
@@ -90,11 +91,26 @@ class RunConfig:
     resume: bool = False
     keep_stores: bool = True
     progress: bool = True
+    stores: Path | None = None  # where conversations' stores live (default: <out>/stores); shareable across runs
+    evidence: str = "retrieved"  # retrieved | oracle (the gold evidence turns are packed) | both
+
+    @property
+    def variants(self) -> list[str]:
+        """The systems each question is answered by, in order: ``edgemem``, ``rag``, ``edgemem@oracle`` ..."""
+        names = [n.strip() for n in self.system.split(",") if n.strip()]
+        out = [n for n in names] if self.evidence in ("retrieved", "both") else []
+        if self.evidence in ("oracle", "both"):
+            out += [f"{n}@oracle" for n in names if n != "full-context"]
+        return out
+
+    @property
+    def stores_dir(self) -> Path:
+        return self.stores if self.stores is not None else self.out / "stores"
 
     def identity(self, file_sha256: str) -> dict:
         """The fields a resumed run must share with the run it continues."""
         return {"benchmark": self.benchmark, "file_sha256": file_sha256, "system": self.system,
-                "retrieval_only": self.retrieval_only, "steps": self.steps, "seed": self.seed,
+                "evidence": self.evidence, "retrieval_only": self.retrieval_only, "steps": self.steps, "seed": self.seed,
                 "limit": self.limit, "only": sorted(self.only) if self.only else None}
 
 
@@ -272,7 +288,7 @@ class Predictions:
     def __init__(self, path: Path) -> None:
         self.path = path
         records = read_predictions(path)
-        self.done = {r["key"] for r in records}
+        self.done = {(r.get("system", "edgemem"), r["key"]) for r in records}
         # Rewrite without a torn tail so the next append starts on a fresh line.
         if path.exists() and len(records) != sum(1 for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()):
             with open(path, "w", encoding="utf-8") as fh:
@@ -284,7 +300,7 @@ class Predictions:
         self._fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
-        self.done.add(record["key"])
+        self.done.add((record.get("system", "edgemem"), record["key"]))
 
     def close(self) -> None:
         self._fh.close()
@@ -385,12 +401,53 @@ class EdgememSystem:
         found = self.engine.retrieve(question, now=now)
         return SystemOutput(None, list(found.notes), dict(found.trace), _int(found.trace.get("packed_tokens")))
 
+    def answer_from(self, question: str, now: datetime | None, note_ids: list[int]) -> SystemOutput:
+        answer = self.engine.ask(question, now=now, evidence=note_ids)
+        return SystemOutput(answer.text, list(answer.notes), dict(answer.trace),
+                            _int(answer.trace.get("packed_tokens")), answer.query_id)
+
+
+def gold_note_ids(conn: Any, dia_ids: Sequence[str]) -> list[int]:
+    """The active notes that stand on the gold evidence turns, in the order of the gold ids."""
+    out: dict[int, None] = {}
+    for dia_id in dia_ids:
+        rows = conn.execute(
+            """SELECT ns.note_id FROM note_sources ns JOIN raw_turns r ON r.id = ns.raw_id
+               JOIN notes n ON n.id = ns.note_id WHERE r.ext_id = ? AND n.status = 'active'
+               ORDER BY ns.note_id""", (dia_id,)).fetchall()
+        out.update(dict.fromkeys(int(r[0]) for r in rows))
+    return list(out)
+
+
+class OracleEvidence:
+    """The reading ceiling (``--evidence oracle``): a system's reader given the notes that stand on the
+    question's gold evidence turns instead of what its retrieval found. The gap between a system and
+    its oracle variant is retrieval loss; the gap between the oracle and 100% is reading loss."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = f"{inner.name}@oracle"
+        self.gold: list[str] = []  # set by the harness before each question
+
+    def answer(self, question: str, now: datetime | None) -> SystemOutput:
+        ids = gold_note_ids(self.inner.engine.store.conn, self.gold)
+        out = self.inner.answer_from(question, now, ids)
+        out.trace["evidence"] = "oracle"
+        return out
+
+    def retrieve(self, question: str, now: datetime | None) -> SystemOutput:  # noqa: ARG002
+        conn = self.inner.engine.store.conn
+        ids = gold_note_ids(conn, self.gold)
+        return SystemOutput(None, notes_store.get_many(conn, ids), {"evidence": "oracle", "retrieved": ids})
+
 
 def _int(value: Any) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def make_system(name: str, engine: Any, llm: Any) -> System:
+    if name.endswith("@oracle"):
+        return OracleEvidence(make_system(name[: -len("@oracle")], engine, llm))
     if name == "edgemem":
         return EdgememSystem(engine, llm)
     if name == "rag":
@@ -417,7 +474,7 @@ def _prepare_out(config: RunConfig, identity: dict) -> None:
     elif predictions.exists() or run_file.exists():
         raise BadInput(f"{out} already holds a run; pass --resume to continue it or choose another --out")
     out.mkdir(parents=True, exist_ok=True, mode=0o700)
-    (out / "stores").mkdir(exist_ok=True, mode=0o700)
+    config.stores_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
 
 
 def _remove_store(path: Path) -> None:
@@ -426,8 +483,10 @@ def _remove_store(path: Path) -> None:
             Path(str(path) + suffix).unlink()
 
 
-def _sessions_digest(sessions: Sequence[ChatSession]) -> str:
-    digest = hashlib.sha256()
+def _sessions_digest(sessions: Sequence[ChatSession], steps: str = "default") -> str:
+    """What a kept store was built from: the sessions and the write-path steps (a store ingested
+    with ``--steps none`` is not reused by a run that wants the default steps)."""
+    digest = hashlib.sha256(steps.encode() if steps != "default" else b"")
     for s in sessions:
         digest.update(s.uri.encode())
         digest.update(s.digest().encode())
@@ -450,8 +509,14 @@ def run(
     ``llm`` / ``embedder`` default to the configured model and embedder, loaded once. ``steps``
     overrides the write-path steps (tests); otherwise ``config.steps`` picks them.
     """
-    if config.system not in SYSTEMS:
-        raise BadInput(f"unknown system {config.system!r}; expected one of {', '.join(SYSTEMS)}")
+    for name in config.system.split(","):
+        if name.strip() not in SYSTEMS:
+            raise BadInput(f"unknown system {name.strip()!r}; expected one or more of {', '.join(SYSTEMS)}")
+    if config.evidence not in EVIDENCE:
+        raise BadInput(f"unknown --evidence {config.evidence!r}; expected one of {', '.join(EVIDENCE)}")
+    variants = config.variants
+    if not variants:
+        raise BadInput("--evidence oracle has no reader for full-context; choose edgemem or rag")
     if config.steps not in STEPS:
         raise BadInput(f"unknown --steps {config.steps!r}; expected one of {', '.join(STEPS)}")
     sha = file_sha256(config.path)
@@ -483,17 +548,19 @@ def run(
     })
     predictions = Predictions(config.out / "predictions.jsonl")
     say = echo or (lambda _m: None)
+    jobs = {(v, k) for v in variants for k in wanted}
     if predictions.done:
-        say(f"resuming: {len(predictions.done & wanted)} of {len(wanted)} questions already answered")
+        say(f"resuming: {len(predictions.done & jobs)} of {len(jobs)} answers already recorded")
     ingest_info: dict[str, dict] = {}
     errors = 0
     started = time.perf_counter()
     try:
         with progress_bar(config.progress) as bar:
-            qtask = bar.add_task("questions", total=len(wanted), completed=len(predictions.done & wanted))
+            qtask = bar.add_task("questions", total=len(jobs), completed=len(predictions.done & jobs))
             for conv in conversations:
-                todo = [q for q in conv.questions if q.key in wanted and q.key not in predictions.done]
-                sidecar = config.out / "stores" / f"{safe_name(conv.id)}.json"
+                todo = [q for q in conv.questions if q.key in wanted
+                        and any((v, q.key) not in predictions.done for v in variants)]
+                sidecar = config.stores_dir / f"{safe_name(conv.id)}.json"
                 if todo:
                     info, failed = _run_conversation(conv, todo, config, settings, shared, embedder, write_steps,
                                                      predictions, bar, qtask)
@@ -508,8 +575,9 @@ def run(
         model_loaded = shared.loaded
         if llm is None:
             shared.release()
-    records = [r for r in read_predictions(config.out / "predictions.jsonl") if r["key"] in wanted]
-    summary = build_summary(records, benchmark, config, identity,
+    records = [r for r in read_predictions(config.out / "predictions.jsonl")
+               if (r.get("system", "edgemem"), r["key"]) in jobs]
+    summary = build_summary(records, benchmark, config, identity, variants=variants,
                             extra={"model": shared.name, "model_loaded": model_loaded,
                                    "embedder": getattr(embedder, "name", None),
                                    "ingest": ingest_info, "errors_this_run": errors,
@@ -525,10 +593,10 @@ def _run_conversation(conv: Conversation, todo: list[Question], config: RunConfi
     its pending questions; returns the ingestion record and how many questions failed."""
     from edgemem.engine import Engine
 
-    stores = config.out / "stores"
+    stores = config.stores_dir
     sidecar = stores / f"{safe_name(conv.id)}.json"
     store_path = stores / f"{safe_name(conv.id)}.db"
-    digest = _sessions_digest(conv.sessions)
+    digest = _sessions_digest(conv.sessions, config.steps)
     info = json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.exists() else None
     if info is None or info.get("digest") != digest or not store_path.exists():
         _remove_store(store_path)  # a half-ingested store from a killed run: start it again
@@ -541,27 +609,75 @@ def _run_conversation(conv: Conversation, todo: list[Question], config: RunConfi
             info = _ingest(engine, conv, bar, shared)
             info["digest"] = digest
             write_json(sidecar, info)
-        system = make_system(config.system, engine, shared)
+        systems = {v: make_system(v, engine, shared) for v in config.variants}
         for q in todo:
             bar.update(qtask, description=f"questions ({conv.id})")
-            record = _ask(system, engine, shared, conv, q, config)
-            failed += 1 if record.get("error") else 0
-            predictions.append(record)
-            bar.advance(qtask)
+            for variant, system in systems.items():  # every system answers a question before the next one
+                if (variant, q.key) in predictions.done:
+                    continue
+                if isinstance(system, OracleEvidence):
+                    system.gold = list(q.evidence)
+                record = _ask(system, engine, shared, conv, q, config, variant)
+                failed += 1 if record.get("error") else 0
+                predictions.append(record)
+                bar.advance(qtask)
     finally:
         engine.close()
-    if not config.keep_stores:
+    if not config.keep_stores and config.stores is None:  # a shared stores folder is never emptied
         _remove_store(store_path)
     return info, failed
 
 
 def build_summary(records: list[dict], benchmark: Benchmark, config: RunConfig, identity: dict,
-                  extra: dict | None = None) -> dict:
-    summary = benchmark.summarize(records, config.retrieval_only)
-    summary["run"] = {**identity, "path": str(config.path), "n": len(records),
+                  extra: dict | None = None, variants: Sequence[str] | None = None) -> dict:
+    """The benchmark's summary of the first system; with several systems (``--system a,b``,
+    ``--evidence both``) also ``systems``: each one's summary, and a comparison table."""
+    variants = list(variants or config.variants)
+    own = {v: [r for r in records if r.get("system", "edgemem") == v] for v in variants}
+    summary = benchmark.summarize(own[variants[0]], config.retrieval_only)
+    summary["run"] = {**identity, "path": str(config.path), "n": len(own[variants[0]]),
                       "errors": sum(1 for r in records if r.get("error")), **(extra or {})}
     summary["table"] = benchmark.table(summary)
+    if len(variants) > 1:
+        summary["systems"] = {}
+        for v in variants:
+            one = benchmark.summarize(own[v], config.retrieval_only)
+            one["answerable_abstention_rate"] = _answerable_abstention(own[v])
+            summary["systems"][v] = one
+        tables = [f"== {v} ==\n{benchmark.table(dict(summary['systems'][v], run=summary['run']))}" for v in variants]
+        summary["table"] = "\n\n".join([*tables, compare_table(summary["systems"])])
     return summary
+
+
+def _answerable_abstention(records: list[dict]) -> float | None:
+    """How often a system abstains on questions that have an answer (LoCoMo categories 1-4)."""
+    from edgemem.eval.metrics import is_abstention
+
+    answerable = [r for r in records if str(r.get("category")) != "5"]
+    if not answerable:
+        return None
+    return sum(1 for r in answerable if is_abstention(r.get("prediction") or "")) / len(answerable)
+
+
+def compare_table(systems: dict) -> str:
+    """One row per system: the headline numbers side by side (percent)."""
+    columns = [("Mem0 F1 1-4", "mem0_f1"), ("LoCoMo F1", "locomo_f1"), ("cat-5 abstain", "abstention_acc"),
+               ("abstain on 1-4", "answerable_abstention_rate"), ("recall@10", "recall_at_10"),
+               ("evidence shown", "evidence_in_context")]
+    rows = []
+    for name, one in systems.items():
+        overall = dict(one.get("overall", {}))
+        overall["answerable_abstention_rate"] = one.get("answerable_abstention_rate")
+        cells = []
+        for _, key in columns:
+            value = overall.get(key)
+            cells.append("-" if not isinstance(value, (int, float)) else f"{100 * value:.1f}")
+        rows.append([name, *cells])
+    header = ["system", *(title for title, _ in columns)]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    fmt = lambda r: "  ".join([r[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(r[1:], widths[1:]))])  # noqa: E731
+    return "\n".join(["systems compared on the same questions and stores:", fmt(header),
+                      "-" * len(fmt(header)), *(fmt(r) for r in rows)])
 
 
 def _ingest(engine: Any, conv: Conversation, bar: Any, llm: MeteredLLM) -> dict:
@@ -583,10 +699,11 @@ def _ingest(engine: Any, conv: Conversation, bar: Any, llm: MeteredLLM) -> dict:
             "model_calls": llm.usage.calls - before, "seconds": round(time.perf_counter() - t0, 2)}
 
 
-def _ask(system: Any, engine: Any, llm: MeteredLLM, conv: Conversation, q: Question, config: RunConfig) -> dict:
+def _ask(system: Any, engine: Any, llm: MeteredLLM, conv: Conversation, q: Question, config: RunConfig,
+         variant: str | None = None) -> dict:
     record: dict[str, Any] = {
         "key": q.key, "conversation": conv.id, "question": q.question, "gold": q.gold,
-        "category": q.category, "evidence": q.evidence, **q.extra, "system": config.system,
+        "category": q.category, "evidence": q.evidence, **q.extra, "system": variant or config.system,
     }
     before = dataclasses.replace(llm.usage)
     t0 = time.perf_counter()
@@ -601,9 +718,14 @@ def _ask(system: Any, engine: Any, llm: MeteredLLM, conv: Conversation, q: Quest
     conn = engine.store.conn
     tag, layer = route_of(outcome.trace)
     if outcome.context_raw_ids is not None:  # full context: the window, not a ranking
-        retrieved, shown = None, ext_ids_of(conn, outcome.context_raw_ids)
+        retrieved, shown, cited = None, ext_ids_of(conn, outcome.context_raw_ids), None
     else:
-        shown = ext_ids_of(conn, raw_ids_of(conn, outcome.items))
+        # What the answer model was shown: the packed notes (the trace's "used"); an answer's own
+        # items are only the notes it cites.
+        packed = outcome.trace.get("used")
+        packed_ok = isinstance(packed, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in packed)
+        shown = ext_ids_of(conn, raw_ids_of(conn, packed if packed_ok else outcome.items))
+        cited = ext_ids_of(conn, raw_ids_of(conn, outcome.items))
         ranked = outcome.trace.get("retrieved")
         ranked_ok = isinstance(ranked, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in ranked)
         retrieved = ext_ids_of(conn, raw_ids_of(conn, ranked)) if ranked_ok else shown
@@ -615,6 +737,7 @@ def _ask(system: Any, engine: Any, llm: MeteredLLM, conv: Conversation, q: Quest
         # Ranked retrieval candidates (recall@k), and the turns the answer model was shown.
         "retrieved_dia_ids": retrieved,
         "packed_dia_ids": shown if outcome.context_raw_ids is None else None,
+        "cited_dia_ids": cited if outcome.context_raw_ids is None else None,
         "context_turns": len(shown),
         "evidence_in_context": len(gold & set(shown)) / len(gold) if gold else None,
         "packed_tokens": outcome.packed_tokens,

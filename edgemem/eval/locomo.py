@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from edgemem.errors import BadInput
+from edgemem.eval import key as answer_key
 from edgemem.eval import metrics
 from edgemem.eval.harness import Benchmark, Conversation, Question
 from edgemem.ingest.importers import load_json, locomo_samples, locomo_sessions
@@ -48,6 +50,10 @@ def questions_of(sample: dict, where: str) -> list[Question]:
         extra: dict[str, Any] = {"sample_id": sample["sample_id"]}
         if "adversarial_answer" in item:
             extra["adversarial_answer"] = item["adversarial_answer"]
+        if isinstance(item.get("intent"), str):  # a labelled set's routing label (edgemem's own sets)
+            extra["intent"] = item["intent"]
+        if isinstance(item.get("key"), dict):  # a fixed answer key written before the run (eval.key)
+            extra["answer_key"] = item["key"]
         out.append(Question(f"{sample['sample_id']}#{index}", item["question"].strip(), item.get("answer", ""),
                             category, split_evidence(item.get("evidence")), extra))
     return out
@@ -64,11 +70,19 @@ def load(path: Path, *, max_file_bytes: int, max_text_bytes: int, sample_ids: It
         if missing:
             raise BadInput(f"{path.name}: no sample {', '.join(missing)}; the file has {', '.join(known)}")
         samples = [s for s in samples if s["sample_id"] in wanted]
-    return [
-        Conversation(s["sample_id"], locomo_sessions(s, max_text_bytes=max_text_bytes, where=path.name),
-                     questions_of(s, path.name))
-        for s in samples
-    ]
+    out = []
+    for s in samples:
+        sessions = locomo_sessions(s, max_text_bytes=max_text_bytes, where=path.name)
+        out.append(Conversation(s["sample_id"], sessions, questions_of(s, path.name), now=_asked_at(sessions)))
+    return out
+
+
+def _asked_at(sessions: list) -> datetime | None:
+    """When the questions are asked: just after the last turn. LoCoMo's questions were written once
+    the conversation was over, and "this year" or "next month" in a question means the conversation's
+    time, not the day the evaluation runs."""
+    times = [t.when for s in sessions for t in s.turns]
+    return max(times) + timedelta(minutes=1) if times else None
 
 
 def summarize(records: list[dict], retrieval_only: bool) -> dict:
@@ -86,7 +100,24 @@ def summarize(records: list[dict], retrieval_only: bool) -> dict:
             group["evidence_in_context"] = sum(in_context) / len(in_context)
     summary["categories"] = {str(k): v for k, v in summary["categories"].items()}
     summary["retrieval_only"] = retrieval_only
+    keyed = [r for r in records if isinstance(r.get("answer_key"), dict)]
+    if keyed and not retrieval_only:  # a set with a fixed answer key (edgemem's personal set)
+        summary["keyed"] = answer_key.score([dict(r, key=r["answer_key"]) for r in keyed])
+    labelled = [r for r in records if r.get("intent") and r.get("route_tag")]
+    if labelled:  # exact routing against the set's own intent labels
+        summary["routing"] = {
+            "n": len(labelled), "accuracy": sum(r["intent"] == r["route_tag"] for r in labelled) / len(labelled),
+            "confusion": _confusion(labelled)}
     return summary
+
+
+def _confusion(records: list[dict]) -> dict[str, dict[str, int]]:
+    """Gold intent -> routed tag -> count."""
+    out: dict[str, dict[str, int]] = {}
+    for r in records:
+        row = out.setdefault(r["intent"], {})
+        row[r["route_tag"]] = row.get(r["route_tag"], 0) + 1
+    return out
 
 
 def table(summary: dict) -> str:
@@ -98,6 +129,14 @@ def table(summary: dict) -> str:
     if overall.get("evidence_in_context") is not None:
         lines.append(f"Context: {100 * overall['evidence_in_context']:.1f}% of gold evidence turns were shown to the"
                      " answer model (packed notes, or the full-context window).")
+    keyed = summary.get("keyed")
+    if keyed:
+        overall_k = keyed["overall"]
+        lines.append(f"Fixed key: {overall_k['correct']}/{overall_k['n']} correct ({overall_k['percent']:.1f}%); by intent: "
+                     + ", ".join(f"{k} {v['correct']}/{v['n']}" for k, v in keyed["intents"].items()))
+    routing = summary.get("routing")
+    if routing:
+        lines.append(f"Routing against the set's intent labels: {100 * routing['accuracy']:.1f}% of {routing['n']}")
     errors = summary.get("run", {}).get("errors")
     if errors:
         lines.append(f"{errors} question(s) failed with an error (scored 0; see 'error' in predictions.jsonl).")

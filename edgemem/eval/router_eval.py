@@ -3,16 +3,27 @@
 MemFlow reports the routing accuracy of its cascade (87.7% overall, 88.6% on LoCoMo, Table 8).
 This module measures edgemem's router the same two ways:
 
-* a labelled set (JSONL of ``{"q": question, "tag": tag}``): accuracy, the per-tag confusion
-  matrix, and how many questions each layer of the cascade decided (and got right);
+* cross-validation (``--cv``): stratified k-fold over the package's labelled examples
+  (``recall/data/router_examples.jsonl``), the classifier retrained on each fold's complement, the
+  cascade replayed without a model (rules → classifier → fallback): accuracy, confusion matrix,
+  the deciding layer, and for each margin threshold how many questions would go to the model;
+* a labelled set: JSONL of ``{"q": question, "tag": tag}``, or a LoCoMo-format JSON file whose qa
+  items carry an ``intent`` (one of the seven tags), optionally limited to one evaluation split
+  (``--split tune|check``, ``edgemem.eval.splits``) or to ``--samples id,id``: accuracy, the
+  per-tag confusion matrix (rows gold, columns routed), and how many questions each layer of the
+  cascade decided (and got right);
 * a LoCoMo file: every question routed, scored with ``metrics.router_correct`` (our reading of
   which tags suit each LoCoMo category, ``metrics.LOCOMO_CATEGORY_TAGS``), per category.
 
+    python -m edgemem.eval.router_eval --cv
     python -m edgemem.eval.router_eval tests/data/router_labelled.jsonl [--model]
+    python -m edgemem.eval.router_eval --labelled edgemem/eval/data/personal.json --split check
     python -m edgemem.eval.router_eval --locomo PATH [--model]
 
-Without ``--model`` the router has no language model (rules → kNN → heuristic); with it, the
-default model is loaded through the runtime's interactive lane, as the daemon would route.
+Without ``--model`` the router has no language model (rules → classifier → fallback: the
+classifier's best tag when it is not confident); with it, the default model is loaded through the
+runtime's interactive lane, as the daemon would route. "model" in the layer counts of a run
+without ``--model`` is always 0; the "fallback" count is how many questions the model would see.
 """
 
 from __future__ import annotations
@@ -28,6 +39,9 @@ from typing import Any
 
 from edgemem.errors import BadInput, EdgememError
 from edgemem.eval.metrics import LOCOMO_CATEGORY_NAMES, LOCOMO_CATEGORY_TAGS, router_correct
+import numpy as np
+
+from edgemem.recall import router as router_module
 from edgemem.recall.router import LAYERS, TAGS, Router, parse_examples
 
 # Column headers of the confusion matrix (the tags are too long for a table).
@@ -42,13 +56,60 @@ SHORT: dict[str, str] = {
 }
 
 
-def load_labelled(path: str | Path) -> list[dict[str, str]]:
-    """A labelled set as ``[{"q": question, "tag": tag}, ...]``; BadInput on a bad file."""
+def load_labelled(path: str | Path, *, split: str | None = None, samples: Sequence[str] | None = None) -> list[dict[str, str]]:
+    """A labelled set as ``[{"q": question, "tag": tag}, ...]``; BadInput on a bad file.
+
+    ``path`` is JSONL of ``{"q", "tag"}``, or a LoCoMo-format JSON list of samples whose qa items
+    carry an ``intent`` tag (items without one are skipped). For the latter, ``split`` keeps the
+    samples of one evaluation split and ``samples`` the listed sample ids.
+    """
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise BadInput(f"cannot read labelled set {path}: {exc.strerror}") from None
+    if text.lstrip().startswith("["):
+        return _labelled_samples(text, str(path), split, samples)
+    if split or samples:
+        raise BadInput(f"{path}: --split and --samples need a LoCoMo-format file with sample ids")
     return [{"q": q, "tag": tag} for q, tag in parse_examples(text.splitlines(), source=str(path))]
+
+
+def _labelled_samples(text: str, source: str, split: str | None, samples: Sequence[str] | None) -> list[dict[str, str]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{source} is not JSON ({exc.msg})") from None
+    if not isinstance(data, list):
+        raise BadInput(f"{source}: expected a list of samples")
+    wanted = set(samples) if samples else None
+    if split is not None:
+        from edgemem.eval.splits import CHECK, TUNE, split_of
+
+        if split not in (TUNE, CHECK):
+            raise BadInput(f"unknown split {split!r}; expected {TUNE!r} or {CHECK!r}")
+    out: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for sample in data:
+        if not isinstance(sample, dict) or not isinstance(sample.get("qa"), list):
+            raise BadInput(f"{source}: a sample has no 'qa' list")
+        sample_id = sample.get("sample_id")
+        seen.add(sample_id)
+        if wanted is not None and sample_id not in wanted:
+            continue
+        if split is not None and split_of(sample_id) != split:
+            continue
+        for qa in sample["qa"]:
+            if not isinstance(qa, dict) or not isinstance(qa.get("question"), str):
+                raise BadInput(f"{source}: a qa item of {sample_id!r} has no question")
+            intent = qa.get("intent")
+            if intent is None:
+                continue
+            if intent not in TAGS:
+                raise BadInput(f"{source}: unknown intent {intent!r} in {sample_id!r}")
+            out.append({"q": qa["question"], "tag": intent, "sample_id": sample_id})
+    if wanted is not None and wanted - seen:
+        raise BadInput(f"{source}: no sample {', '.join(sorted(map(str, wanted - seen)))}")
+    return out
 
 
 def load_locomo(path: str | Path) -> list[dict[str, Any]]:
@@ -153,6 +214,80 @@ def evaluate_locomo(router: Router, questions: Sequence[Mapping[str, Any]]) -> d
     }
 
 
+def cross_validation(embed: Any, examples: Sequence[tuple[str, str]] | None = None, *, folds: int = router_module.CV_FOLDS) -> dict[str, Any]:
+    """Stratified ``folds``-fold cross-validation of the cascade without a model.
+
+    The classifier is retrained on each fold's complement (``router.cross_validate``); every
+    held-out example is then routed as ``Router.route`` would: a single matching rule decides,
+    else the out-of-fold classifier, confident at ``CONFIDENT_MARGIN``, else its best tag as the
+    fallback (where a model would be asked). The result has ``evaluate``'s fields plus
+    ``classifier_accuracy`` (the classifier alone, no rules) and ``thresholds``: per margin
+    threshold, the share of rule-less questions below it and the accuracy above and below.
+    """
+    examples = tuple(examples) if examples is not None else router_module.load_examples()
+    fn = embed.embed if hasattr(embed, "embed") else embed
+    started = time.perf_counter()
+    labels = np.array([TAGS.index(tag) for _, tag in examples])
+    x = router_module.features(fn, [q for q, _ in examples])
+    probabilities = router_module.cross_validate(x, labels, folds=folds)
+    predicted = probabilities.argmax(axis=1)
+    margin = router_module.margins(probabilities)
+    confusion = {gold: dict.fromkeys(TAGS, 0) for gold in TAGS}
+    layers: Counter[str] = Counter()
+    layer_correct: Counter[str] = Counter()
+    errors: list[dict[str, str]] = []
+    ruleless: list[int] = []
+    for i, (question, gold) in enumerate(examples):
+        matched = router_module.rules(question)
+        if len(matched) == 1:
+            tag, layer = next(iter(matched)), "rules"
+        else:
+            ruleless.append(i)
+            tag = TAGS[predicted[i]]
+            layer = "classifier" if margin[i] >= router_module.CONFIDENT_MARGIN else "fallback"
+        confusion[gold][tag] += 1
+        layers[layer] += 1
+        if tag == gold:
+            layer_correct[layer] += 1
+        else:
+            errors.append({"q": question, "gold": gold, "predicted": tag, "layer": layer})
+    thresholds = []
+    rows = np.array(ruleless, dtype=int)
+    right = predicted[rows] == labels[rows]
+    top2 = np.array([labels[i] in np.argsort(-probabilities[i], kind="stable")[:2] for i in rows])
+    for t in (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5):
+        low = margin[rows] < t
+        thresholds.append({
+            "margin": t,
+            "share_below": float(low.mean()) if len(rows) else 0.0,
+            "accuracy_above": float(right[~low].mean()) if (~low).any() else None,
+            "accuracy_below": float(right[low].mean()) if low.any() else None,
+            "top2_below": float(top2[low].mean()) if low.any() else None,
+        })
+    n = len(examples)
+    correct = sum(layer_correct.values())
+    per_tag = {}
+    for tag in TAGS:
+        total = sum(confusion[tag].values())
+        per_tag[tag] = {"n": total, "correct": confusion[tag][tag], "accuracy": confusion[tag][tag] / total if total else None}
+    return {
+        "kind": "labelled",
+        "cv_folds": folds,
+        "n": n,
+        "correct": correct,
+        "accuracy": correct / n if n else None,
+        "classifier_accuracy": float((predicted == labels).mean()) if n else None,
+        "confusion": confusion,
+        "per_tag": per_tag,
+        "layers": {layer: layers[layer] for layer in LAYERS},
+        "layer_correct": {layer: layer_correct[layer] for layer in LAYERS},
+        "model_errors": 0,
+        "errors": errors,
+        "thresholds": thresholds,
+        "seconds": time.perf_counter() - started,
+    }
+
+
 def _percent(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
@@ -174,13 +309,16 @@ def _layer_lines(result: Mapping[str, Any]) -> list[str]:
         parts.append(f"{layer} {count}" + (f" ({right} right)" if right is not None and count else ""))
     lines = ["decided by: " + ", ".join(parts)]
     if result["model_errors"]:
-        lines.append(f"model replies rejected (heuristic used): {result['model_errors']}")
+        lines.append(f"model replies rejected (fallback used): {result['model_errors']}")
     return lines
 
 
 def format_report(result: Mapping[str, Any]) -> str:
     """A plain-text report of ``evaluate`` or ``evaluate_locomo``'s result."""
-    lines = [f"router accuracy: {result['correct']}/{result['n']} = {_percent(result['accuracy'])}"]
+    title = f"{result['cv_folds']}-fold cross-validation, " if "cv_folds" in result else ""
+    lines = [f"{title}router accuracy: {result['correct']}/{result['n']} = {_percent(result['accuracy'])}"]
+    if "classifier_accuracy" in result:
+        lines.append(f"classifier alone (no rules): {_percent(result['classifier_accuracy'])}")
     lines += _layer_lines(result)
     lines.append(f"time: {result['seconds']:.1f} s")
     lines.append("")
@@ -191,6 +329,13 @@ def format_report(result: Mapping[str, Any]) -> str:
             for tag in TAGS
         ]
         lines += _table(header, rows)
+        if result.get("thresholds"):
+            lines += ["", f"margin threshold (now {router_module.CONFIDENT_MARGIN}) over questions no single rule decides:"]
+            lines += _table(
+                ["margin <", "to model", "acc above", "acc below", "top-2 below"],
+                [[str(t["margin"]), _percent(t["share_below"]), _percent(t["accuracy_above"]),
+                  _percent(t["accuracy_below"]), _percent(t["top2_below"])] for t in result["thresholds"]],
+            )
         if result["errors"]:
             lines += ["", "misrouted:"]
             lines += [f"  [{e['layer']}] {e['gold']} -> {e['predicted']}: {e['q']}" for e in result["errors"]]
@@ -213,28 +358,50 @@ def format_report(result: Mapping[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m edgemem.eval.router_eval", description=__doc__.split("\n")[0])
-    parser.add_argument("labelled", nargs="?", help="JSONL of {\"q\": question, \"tag\": tag}")
+    parser.add_argument("labelled", nargs="?", help="JSONL of {\"q\": question, \"tag\": tag}, or LoCoMo-format JSON with qa intents")
+    parser.add_argument("--labelled", dest="labelled_option", metavar="PATH", help="the same as the positional argument")
+    parser.add_argument("--split", choices=("tune", "check"), help="only the samples of this evaluation split (LoCoMo-format file)")
+    parser.add_argument("--samples", metavar="ID,ID", help="only these sample ids (LoCoMo-format file)")
     parser.add_argument("--locomo", metavar="PATH", help="route a LoCoMo file's questions, scored per category")
+    parser.add_argument("--cv", action="store_true", help="stratified k-fold cross-validation on the package examples")
+    parser.add_argument("--folds", type=int, default=router_module.CV_FOLDS, help="folds for --cv (default %(default)s)")
     parser.add_argument("--model", action="store_true", help="load the default model for the model layer")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of a report")
     args = parser.parse_args(argv)
-    if bool(args.labelled) == bool(args.locomo):
-        parser.error("give either a labelled set or --locomo PATH")
+    if args.labelled and args.labelled_option:
+        parser.error("give the labelled set once")
+    labelled = args.labelled or args.labelled_option
+    if sum(map(bool, (labelled, args.locomo, args.cv))) == 0:
+        parser.error("give a labelled set, --locomo PATH or --cv")
+    if (args.split or args.samples) and not labelled:
+        parser.error("--split and --samples apply to a labelled set")
+    if args.folds < 2:
+        parser.error("--folds must be at least 2")
+    samples = [s.strip() for s in args.samples.split(",") if s.strip()] if args.samples else None
 
     from edgemem import config
     from edgemem.runtime.runtime import Runtime
 
     runtime = Runtime(config.load())
+    results: list[dict[str, Any]] = []
     try:
-        questions = load_locomo(args.locomo) if args.locomo else load_labelled(args.labelled)
-        router = Router(runtime.embedder, llm=runtime.interactive if args.model else None)
-        result = evaluate_locomo(router, questions) if args.locomo else evaluate(router, questions)
+        if args.cv:
+            results.append(cross_validation(runtime.embedder, folds=args.folds))
+        if labelled or args.locomo:
+            router = Router(runtime.embedder, llm=runtime.interactive if args.model else None)
+            if labelled:
+                results.append(evaluate(router, load_labelled(labelled, split=args.split, samples=samples)))
+            if args.locomo:
+                results.append(evaluate_locomo(router, load_locomo(args.locomo)))
     except EdgememError as exc:
         print(f"edgemem: {exc}", file=sys.stderr)
         return exc.exit_code
     finally:
         runtime.close()
-    print(json.dumps(result, indent=2) if args.json else format_report(result))
+    if args.json:
+        print(json.dumps(results[0] if len(results) == 1 else results, indent=2))
+    else:
+        print("\n\n".join(format_report(result) for result in results))
     return 0
 
 

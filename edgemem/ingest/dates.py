@@ -24,15 +24,30 @@ Conventions (where LoCoMo's gold answers show one, it is theirs):
   answered "The Tuesday before 20 July 2023". "next Friday" mirrors it: the first Friday strictly
   after the event date. "this Friday" is the nearest Friday on or before the event date in a
   past-tense sentence, else on or after it.
-- A bare "Friday" / "on Friday" is resolved only when its sentence has a tense: past gives the most
-  recent Friday before the event date, future the next one after it. "I do yoga on Fridays" is a
-  habit and is never resolved.
-- A month or a day without a year ("in June", "May 7th") is the most recent one not after the event
-  time, unless the sentence is in the future tense, then the first one not before it.
+- Which occurrence a date without a year (or a weekday, or a day without a month) means follows the
+  tense of its sentence: past gives the most recent one (begun by the event date), future the first
+  one not yet over. A sentence with no past marker (present progressive "is getting married", a
+  verbless plan "Leaving 18 June, back 22 June", a plain statement) is not past: the occurrence
+  nearest the event date, ties to the future. So "20 June" said on 19 January is the coming June,
+  said in mid-July the June just gone; "got married on 20 June" said in January is last June. A
+  past form after a present "be" or "get" is a participle, not a past marker ("is getting married",
+  "we're booked"); "since June" is always past.
+- A bare "Friday" is resolved only when its sentence has a tense (past: the most recent Friday
+  strictly before the event date; future: the first one strictly after) or, in a sentence without
+  one, after "on": "Dentist on Thursday" said on a Monday is that week's Thursday (nearest, today
+  included, ties ahead). "my Friday class" and "I do yoga on Fridays" are never resolved.
+- Ranges are one span: "18 to 22 June", "18-22 June", "from 18 June to 22 June", "June 18–22",
+  "between 3 and 5 March", "from the 14th to the 18th"; placed by the rule above, an end before the
+  start running into the next year ("30 December to 2 January"). Labelled "18–22 June 2026". A day
+  of the month alone needs "on"/"by"/"from"/... before it and no noun after it ("on the 14th", not
+  "the 14th floor"); its month follows the rule above.
 - "N weeks ago" is the whole Monday-to-Sunday week N weeks back, "N months ago" the calendar month,
   "N years ago" the calendar year; "N days ago" is exact. "a few" counts as 3, "a couple" as 2,
-  "several" as 3, and all three mark the result approximate. "in N days" is skipped in a past-tense
-  sentence, where it is a duration ("we finished it in two weeks").
+  "several" as 3, and all three mark the result approximate. "in N days" / "in N weeks" is the day
+  N days / weeks after the event date, "in N months" / "in N years" that calendar month / year; all
+  are skipped in a past-tense sentence, where they are a duration ("we finished it in two weeks").
+  "two weeks from Monday" is the day two weeks after that Monday, "for two weeks from Monday" the
+  fourteen days starting on it; the Monday is the next one unless the sentence is past.
 - "the past two weeks" / "the next few months" are spans running from or to the event date;
   "recently" and "lately" are the month up to it, "the other day" the week before it (approximate).
 - "today", "tonight" and "this morning" resolve to the event date, idioms ("kids today") included.
@@ -72,11 +87,20 @@ class ResolvedDate:
     end: date  # last day (== start for a single day)
     granularity: str  # "day" | "week" | "month" | "year"
     approximate: bool  # True for vague phrases ("a few days ago", "the other day", "recently")
+    explicit_range: bool = False  # written as a range ("18 to 22 June"): labelled "18–22 June 2026"
 
     def label(self) -> str:
-        """Human form: "7 May 2023", "week of 1 May 2023", "May 2023", "2023", "around ..."."""
-        text = _span_label(self.start, self.end, self.granularity)
+        """Human form: "7 May 2023", "week of 1 May 2023", "May 2023", "2023", "18–22 June 2026",
+        "around ..."."""
+        if self.explicit_range and self.start != self.end:
+            text = _range_label(self.start, self.end)
+        else:
+            text = _span_label(self.start, self.end, self.granularity)
         return f"around {text}" if self.approximate else text
+
+    def iso(self) -> tuple[str, str]:
+        """(start, end) as ISO 8601 days: the queryable form stored on a note."""
+        return self.start.isoformat(), self.end.isoformat()
 
 
 def resolve_dates(text: str, event_time: datetime) -> list[ResolvedDate]:
@@ -159,6 +183,13 @@ def _span_label(start: date, end: date, granularity: str) -> str:
     return f"{first} to {_day_label(end)}"
 
 
+def _range_label(start: date, end: date) -> str:
+    """An explicit range: "18–22 June 2026", "30 June–2 July 2026", "30 December 2025–2 January 2026"."""
+    same_year = start.year == end.year
+    same_month = same_year and start.month == end.month
+    return f"{_day_label(start, month=not same_month, year=not same_year)}–{_day_label(end)}"
+
+
 # --- matching -----------------------------------------------------------------------------------
 
 
@@ -238,6 +269,13 @@ _FUTURE_MARKERS = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"[.!?\n]")
+# A past form right after a present "be" or "get" is a participle, not a past tense: "is getting
+# married", "we're booked", "the party is held on ...". ("has/have + -ed", the present perfect, stays
+# past: the event is done.)
+_PARTICIPLE_AFTER = re.compile(
+    r"\b(?:am|is|are|be|being|get|gets|getting|become|becomes|becoming|['’]m|['’]re)\s+(?:\w+ly\s+)?$",
+    re.IGNORECASE,
+)
 
 
 def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
@@ -251,6 +289,8 @@ def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
             if m.start() < stop and m.end() > begin:
                 continue  # part of the phrase itself
             if tense == "past" and m.group().lower() in _NOT_PAST:
+                continue
+            if tense == "past" and _PARTICIPLE_AFTER.search(ctx.text, max(left, m.start() - 40), m.start()):
                 continue
             distance = begin - m.end() if m.end() <= begin else m.start() - stop
             if best is None or distance < best[0]:  # ties go to the past, checked first
@@ -285,6 +325,71 @@ def _count(word: str) -> tuple[int, bool]:
     if key[0] in _VAGUE_COUNTS:
         return _VAGUE_COUNTS[key[0]], True
     return (int(key[0]) if key[0].isdigit() else _NUMBER_WORDS[key[0]]), False
+
+
+# Choosing an occurrence ---------------------------------------------------------------------------
+
+
+def _since(m: re.Match, ctx: _Context) -> bool:
+    """'since June', 'since the 14th': a starting point that has already passed."""
+    return re.search(r"\bsince\s+(?:the\s+)?$", ctx.text[: m.start("p")], re.IGNORECASE) is not None
+
+
+# A date that is the target of an arrangement ("booked flights for 16 September", "moved the party
+# to the 26th", "postponed until 3 March") lies ahead of the arranging, whatever the verb's tense.
+_TARGET = re.compile(r"\b(?:for|to|until|till|through)\s+(?:the\s+|on\s+(?:the\s+)?)?$", re.IGNORECASE)
+_RANGE_START = re.compile(r"\b(?:from|between)\b[^.!?]{0,40}$", re.IGNORECASE)
+
+
+def _target(m: re.Match, ctx: _Context) -> bool:
+    before = ctx.text[max(0, m.start("p") - 60): m.start("p")]
+    return _TARGET.search(before) is not None and _RANGE_START.search(before) is None
+
+
+def _reading(m: re.Match, ctx: _Context) -> Optional[str]:
+    """'past', 'future' or None (not past: the nearest occurrence) for a date without a year."""
+    if _since(m, ctx):
+        return "past"
+    if _target(m, ctx):
+        return "future"
+    return _tense(ctx, m.start(), m.end())
+
+
+def _distance(span: tuple[date, date], day: date) -> int:
+    start, end = span
+    if start <= day <= end:
+        return 0
+    return (start - day).days if start > day else (day - end).days
+
+
+def _choose(spans: list[tuple[date, date]], ctx: _Context, tense: Optional[str]) -> Optional[tuple[date, date]]:
+    """Which occurrence of a date without a year (or month, or week) is meant.
+
+    Past tense: the most recent one that has begun by the event date. Future: the first one not over
+    by it. Neither (present progressive, a verbless plan, a bare statement): the one nearest the event
+    date, ties to the future; so "20 June" said in January is the coming June, said in mid-July the
+    one just gone."""
+    if tense == "past":
+        begun = [s for s in spans if s[0] <= ctx.day]
+        return max(begun) if begun else None
+    if tense == "future":
+        open_ = [s for s in spans if s[1] >= ctx.day]
+        return min(open_) if open_ else None
+    if not spans:
+        return None
+    return min(spans, key=lambda s: (_distance(s, ctx.day), -s[0].toordinal()))
+
+
+def _yearly(month: int, day_number: int, ctx: _Context) -> list[tuple[date, date]]:
+    """The day (month, day_number) in the years around the event date (29 February only in leap years)."""
+    out = []
+    for year in range(ctx.day.year - 4, ctx.day.year + 5):
+        try:
+            day = date(year, month, day_number)
+        except ValueError:
+            continue
+        out.append((day, day))
+    return out
 
 
 # Calendar spans -----------------------------------------------------------------------------------
@@ -394,8 +499,34 @@ def _ahead(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     if m.group("p").lower().startswith("in") and _tense(ctx, m.start(), m.end()) == "past":
         return None  # "we finished it in two weeks" is a duration
     count, approximate = _count(m.group("count"))
-    span = _unit_span(m.group("unit").lower(), ctx, count)
+    unit = m.group("unit").lower()
+    if unit == "week":  # "in 3 weeks": the day three weeks on, not the calendar week around it
+        day = ctx.day + timedelta(weeks=count)
+        span: tuple[date, date, str] = (day, day, "day")
+    else:
+        span = _unit_span(unit, ctx, count)
     return _make(m, *span, approximate or bool(m.group("about")))
+
+
+def _from_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    """"two weeks from Monday" (the day two weeks after it), "for ten days from Friday" (the stretch
+    starting that day). A stated start in a sentence that is not past is an upcoming day: had it
+    begun, one would say "since"."""
+    if not _weekday_ok(m.group("wd")):
+        return None
+    count, approximate = _count(m.group("count"))
+    unit = m.group("unit").lower()
+    if unit not in ("day", "night", "week", "month", "year"):
+        return None
+    rel = (m.group("rel") or "").lower()
+    weekday = _weekday_index(m)
+    past = rel == "last" or (not rel and _tense(ctx, m.start(), m.end()) == "past")
+    anchor = _weekday_before(ctx.day, weekday) if past else _weekday_after(ctx.day, weekday)
+    step = relativedelta(**{("days" if unit == "night" else unit + "s"): count})
+    if m.group("for"):
+        end = anchor + step - timedelta(days=1)
+        return ResolvedDate(m.group("p"), anchor, end, "day", approximate, explicit_range=True)
+    return _make(m, anchor + step, anchor + step, "day", approximate)
 
 
 def _rolling_span(ctx: _Context, unit: str, count: int) -> tuple[date, date, str]:
@@ -449,10 +580,15 @@ def _bare_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     if not _weekday_ok(m.group("wd")) or (abbreviated and not m.group("on")):
         return None  # a lone "Sun" or "Wed" is too often something else
     tense = _tense(ctx, m.start(), m.end())
-    if tense is None:
-        return None  # "my Friday class": no way to tell which Friday
     weekday = _weekday_index(m)
-    day = _weekday_before(ctx.day, weekday) if tense == "past" else _weekday_after(ctx.day, weekday)
+    if tense is None:
+        if not m.group("on"):
+            return None  # "my Friday class": no way to tell which Friday
+        # "Dentist on Thursday": not past, so the nearest Thursday (today included), ties ahead.
+        days = [ctx.day + timedelta(days=k) for k in range(-7, 8)]
+        day = _choose([(d, d) for d in days if d.weekday() == weekday], ctx, None)[0]
+    else:
+        day = _weekday_before(ctx.day, weekday) if tense == "past" else _weekday_after(ctx.day, weekday)
     return _make(m, day, day, "day")
 
 
@@ -480,17 +616,75 @@ def _day_month(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     if not _month_ok(m.group("m")):
         return None
     month, day_number = _month_number(m.group("m")), int(m.group("d"))
-    future = _tense(ctx, m.start(), m.end()) == "future"
-    year = ctx.day.year
-    try:
-        day = date(year, month, day_number)
-        if future and day < ctx.day:
-            day = date(year + 1, month, day_number)
-        elif not future and day > ctx.day:
-            day = date(year - 1, month, day_number)
-    except ValueError:
-        return None  # 31 June, or 29 February in a common year
-    return _make(m, day, day, "day")
+    chosen = _choose(_yearly(month, day_number, ctx), ctx, _reading(m, ctx))
+    if chosen is None:
+        return None  # 31 June is no day in any year
+    return _make(m, *chosen, "day")
+
+
+def _ordinal_day(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    """"on the 14th" (a day of a month left unsaid), "from the 14th to the 18th": the month is the
+    one that makes it the occurrence the tense asks for (see _choose)."""
+    first = int(m.group("d1"))
+    last = int(m.group("d2")) if m.group("d2") else first
+    if m.group("sep") and m.group("sep").lower() == "and" and m.group("prep").lower() != "between":
+        return None
+    if not (1 <= first <= 31 and 1 <= last <= 31) or (m.group("d2") and last < first):
+        return None
+    spans = []
+    for offset in range(-2, 3):
+        month_start = ctx.day.replace(day=1) + relativedelta(months=offset)
+        try:
+            spans.append((month_start.replace(day=first), month_start.replace(day=last)))
+        except ValueError:
+            continue  # no 31st in this month
+    prep = m.group("prep").lower()
+    tense = ("past" if prep == "since" else "future" if prep in ("to", "for", "until", "till")
+             else _tense(ctx, m.start(), m.end()))
+    chosen = _choose(spans, ctx, tense)
+    if chosen is None:
+        return None
+    return ResolvedDate(m.group("p"), *chosen, "day", False, explicit_range=chosen[0] != chosen[1])
+
+
+def _range(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    """"18 to 22 June", "18-22 June 2026", "from 18 June to 22 July", "June 18–22",
+    "between 3 and 5 March": one span. Without a year it is placed like a single date (_choose),
+    by its first day; an end before the start runs into the next year (30 December–2 January)."""
+    g = m.groupdict()
+    if (g.get("sep") or "").strip().lower() == "and" and not g.get("between"):
+        return None  # "on 18 June and 22 June" are two dates
+    for word in (g.get("m1"), g.get("m2")):
+        if word and not _month_ok(word):
+            return None
+    m2 = _month_number(g["m2"]) if g.get("m2") else None
+    m1 = _month_number(g["m1"]) if g.get("m1") else m2
+    m2 = m2 or m1
+    if m1 is None or m2 is None:
+        return None
+    d1, d2 = int(g["d1"]), int(g["d2"])
+    y1, y2 = (int(g["y1"]) if g.get("y1") else None), (int(g["y2"]) if g.get("y2") else None)
+
+    wraps = (m2, d2) < (m1, d1)  # "30 December to 2 January"
+
+    def span(start_year: int, end_year: Optional[int] = None) -> Optional[tuple[date, date]]:
+        try:
+            start = date(start_year, m1, d1)
+            end = date(end_year if end_year is not None else start_year + wraps, m2, d2)
+        except ValueError:
+            return None  # 31 June
+        return (start, end) if start <= end else None
+
+    if y1 is not None:
+        chosen = span(y1, y2)
+    elif y2 is not None:
+        chosen = span(y2 - wraps, y2)
+    else:
+        spans = [s for s in (span(y) for y in range(ctx.day.year - 4, ctx.day.year + 5)) if s]
+        chosen = _choose(spans, ctx, _reading(m, ctx))
+    if chosen is None:
+        return None
+    return ResolvedDate(m.group("p"), *chosen, "day", False, explicit_range=chosen[0] != chosen[1])
 
 
 def _month_year(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
@@ -515,10 +709,9 @@ def _bare_month(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     elif rel == "next":
         year += 1 if month <= current else 0
     elif rel != "this":
-        if _tense(ctx, m.start(), m.end()) == "future":
-            year += 1 if month < current else 0
-        else:
-            year -= 1 if month > current else 0
+        spans = [_month(date(y, month, 1), 0) for y in (year - 1, year, year + 1)]
+        tense = "past" if (m.group("gate") or "").lower() == "since" else _reading(m, ctx)
+        return _make(m, *_choose(spans, ctx, tense), "month")
     return _make(m, *_month(date(year, month, 1), 0), "month")
 
 
@@ -540,6 +733,19 @@ _REL = (
 )
 # Followed by nothing that could be its object: "the week before." but not "the week before my exam".
 _STANDALONE = r"(?=\s*(?:[.,;:!?)]|$|\s(?:and|but|so|too|or|when|as)\b))"
+
+# Ranges: two days with a separator, sharing the month (and year) written after the second.
+_RANGE_SEP = r"(?P<sep>\s*[-–—]\s*|\s+(?:to|till|until|through|thru|and)\s+)"
+_M1, _M2 = _MONTH.replace("?P<m>", "?P<m1>"), _MONTH.replace("?P<m>", "?P<m2>")
+_D1, _D2 = _DAY.replace("?P<d>", "?P<d1>"), _DAY.replace("?P<d>", "?P<d2>")
+_Y1, _Y2 = _YEAR.replace("?P<y>", "?P<y1>"), _YEAR.replace("?P<y>", "?P<y2>")
+_RANGE_LEAD = r"(?:\b(?P<between>between)\s+|\bfrom\s+)?"
+# What may follow "on the 14th" for it to be a day: punctuation, the end, or a function word; not a
+# noun ("the 14th floor", "the 14th century").
+_AFTER_ORDINAL = (
+    r"(?=\s*(?:[.,;:!?)]|$)|\s+(?:at|and|or|but|so|for|then|when|in|with|to|until|till|before|after|"
+    r"around|about|because|if|as|i|we|you|he|she|they|is|was|will|works?)\b)"
+)
 
 _RULES: list[tuple[re.Pattern, _Rule]] = [
     _rule(
@@ -568,6 +774,27 @@ _RULES: list[tuple[re.Pattern, _Rule]] = [
     ),
     _rule(rf"\b(?:(?P<on>on)\s+)?(?P<p>{_WEEKDAY})(?!\w)", _bare_weekday),
     _rule(r"\b(?:over|on|at|during)\s+(?P<p>the\s+weekend)\b", _the_weekend),
+    _rule(
+        rf"{_RANGE_LEAD}\b(?P<p>(?:the\s+)?{_D1}(?:(?:\s+of)?\s+{_M1}(?:,?\s+{_Y1})?)?{_RANGE_SEP}"
+        rf"(?:the\s+)?{_D2}(?:\s+of)?\s+{_M2}(?:,?\s+{_Y2})?)(?!\w)",
+        _range,
+    ),
+    _rule(
+        rf"{_RANGE_LEAD}\b(?P<p>{_M1}\s+{_D1}(?:,?\s+{_Y1})?{_RANGE_SEP}(?:{_M2}\s+)?{_D2}"
+        rf"(?:,?\s+{_Y2})?)\b(?![:.,]?\d)",
+        _range,
+    ),
+    _rule(
+        r"\b(?P<prep>on|by|to|for|until|till|before|after|from|since|between)\s+(?P<p>the\s+"
+        r"(?P<d1>\d{1,2})(?:st|nd|rd|th)(?:(?P<sep>\s*[-–]\s*|\s+(?:to|till|until|through|and)\s+)"
+        rf"(?:the\s+)?(?P<d2>\d{{1,2}})(?:st|nd|rd|th))?){_AFTER_ORDINAL}",
+        _ordinal_day,
+    ),
+    _rule(
+        rf"\b(?:(?P<for>for)\s+)?(?P<p>{_COUNT}\s+(?P<unit>day|night|week|month|year)s?\s+from\s+"
+        rf"(?:(?P<rel>next|this|last|coming)\s+)?{_WEEKDAY})(?!\w)",
+        _from_weekday,
+    ),
     _rule(rf"\b(?P<p>(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR})\b", _full_date),
     _rule(rf"\b(?P<p>{_MONTH}\s+{_DAY},?\s+{_YEAR})\b", _full_date),
     _rule(r"\b(?P<p>(?P<y>(?:19|20)\d\d)-(?P<m>\d\d)-(?P<d>\d\d))\b", _full_date),

@@ -7,13 +7,14 @@ not streamed past its ``TOOL:`` line (the user sees answers, not tool syntax).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from edgemem import prompts
 from edgemem.recall import tools
-from edgemem.recall.evidence import Evidence
+from edgemem.recall.evidence import Evidence, supporting, terms
 
 ESCALATE = "ESCALATE_REQUIRED"
 ANSWER_TOKENS = 160
@@ -28,6 +29,8 @@ class Drafted:
     completion_tokens: int = 0
     prefill_ms: float = 0.0
     generate_ms: float = 0.0
+    messages: list[dict[str, str]] = field(default_factory=list)  # the last round's prompt (the judge continues it)
+    rule: RuleVerdict | None = None  # set when stored rules decided a yes/no proposal without the model
 
 
 def system_prompt(tag: str) -> str:
@@ -90,6 +93,11 @@ class _ToolLineFilter:
 def answer(llm: Any, tag: str, question: str, context: str, evidence: Sequence[Evidence],
            on_token: Callable[[str], None] | None = None) -> Drafted:
     messages = messages_for(tag, question, context)
+    decided = rule_verdict(question, evidence, context)
+    if decided is not None:  # stored rules decide a yes/no proposal: no model call (Principle 2)
+        if on_token is not None:
+            on_token(decided.text)
+        return Drafted(text=decided.text, messages=messages, rule=decided)
     out = Drafted(text="")
     allowed = tools.TAG_TOOLS.get(tag, ())
     while True:
@@ -103,9 +111,11 @@ def answer(llm: Any, tag: str, question: str, context: str, evidence: Sequence[E
         if call is None or out.rounds >= tools.MAX_TOOL_ROUNDS:
             stream.flush()
             out.text = _strip_tool_lines(result.text).strip()
+            out.messages = list(messages)
             return out
         out.rounds += 1
-        outcome = tools.execute(call, evidence) if call.name in allowed else f"{tools.ERROR_PREFIX}tool not available here"
+        outcome = (tools.execute(call, evidence, question) if call.name in allowed
+                   else f"{tools.ERROR_PREFIX}tool not available here")
         out.tool_calls.append(f"{call} -> {outcome}")
         messages = [
             *messages,
@@ -116,3 +126,266 @@ def answer(llm: Any, tag: str, question: str, context: str, evidence: Sequence[E
 
 def _strip_tool_lines(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.lstrip(" >*`_-").upper().startswith("TOOL"))
+
+
+# --- constraint-validation verdicts, decided in code (DESIGN Principle 2) ----------------------------
+#
+# "Can we meet on Friday?" against a stored "never schedule meetings on Fridays": a 1.5B model quotes
+# the rule, hedges, or answers something else, and its wording then has to get past the validator.
+# What decides the question is plain overlap: the proposal's content terms against the rule's object,
+# with weekdays, months and clock times compared as values (Friday ≠ Thursday; 9am is before 10am),
+# and the rule's polarity (never / don't / avoid / allergic … versus only / always / must). The model
+# is asked only when no stored rule is about the thing proposed.
+
+_PROHIBIT = re.compile(
+    r"\b(?:never|avoid(?:s|ed|ing)?|allergic|intoleran[tc]e?|don['’]t|do\s+not|does\s+not|doesn['’]t|won['’]t|"
+    r"will\s+not|can['’]t|cannot|must\s+not|mustn['’]t|should\s+not|shouldn['’]t|not\s+allowed|no\s+longer|"
+    r"hate|hates|dislike|dislikes|stay\s+away|not\s+(?:before|after|on|during|until|past|later|earlier|more|any)|"
+    r"no(?!\s*[,.!?])(?=\s+\w))\b",
+    re.IGNORECASE,
+)
+_ONLY = re.compile(r"\b(?:only|exclusively|always|must|have\s+to|has\s+to|need\s+to)\b", re.IGNORECASE)
+# A proposal asks whether to do something: a modal opening ("Can we meet on Friday?") or an
+# acceptability phrase ("Is a 9am stand-up OK for me?", "Is it fine to ...", "a good idea?"). A plain
+# "is/are/do" question asks for a fact ("Is Sam on day shifts?") and is not one.
+_PROPOSAL = re.compile(
+    r"^\s*(?:so\s+|and\s+|hey,?\s+)?(?:can|could|may|might|should|shall|ok|okay)\b|"
+    r"\b(?:allowed|(?:ok(?:ay)?|fine|alright|acceptable)\s+(?:to|if|for\s+me|with\s+me|by\s+me)|"
+    r"(?:ok(?:ay)?|fine|alright)\s*[?.!]*$|a\s+good\s+(?:idea|pick|choice|plan))\b",
+    re.IGNORECASE,
+)
+_SENTENCES = re.compile(r"(?<=[.!?;])\s+(?=\S)")
+_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_DAY_WORD = re.compile(r"\b(mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?\b|\b(weekends?|weekdays?)\b",
+                       re.IGNORECASE)
+_MONTH_WORD = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.IGNORECASE)
+_MONTH_NAMES = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+                "november", "december"}
+_CLOCK = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\b|\b(noon|midnight)\b", re.IGNORECASE)
+_BOUND = re.compile(r"\b(before|earlier\s+than|until|till|after|later\s+than|past)\s+(?:about\s+)?$", re.IGNORECASE)
+# Words that carry the rule's polarity or the question's form, not what either is about.
+_FORM_TERMS = terms(
+    "never avoid avoids avoided avoiding allergic intolerant allowed rule rules policy always must only exclusively "
+    "need have has hate hates dislike dislikes stay away longer please okay fine idea good possible able "
+    "before earlier after later until till past noon midnight weekend weekends weekday weekdays"
+)
+_DAY_TERMS = terms(" ".join(_DAYS)) | terms("mon tue tues wed thu thur thurs fri sat sun")
+_MONTH_TERMS = terms("january february march april may june july august september october november december "
+                     "jan feb mar apr jun jul aug sep oct nov dec")
+
+
+@dataclass
+class RuleVerdict:
+    text: str  # "No — <rule as stored>" / "Yes — ..." (the rule quoted verbatim from the evidence)
+    rules: list[Evidence]  # the evidence items holding the rules it rests on
+    decision: str  # "no" | "yes"
+
+
+def _days(text: str) -> set[int]:
+    out: set[int] = set()
+    for m in _DAY_WORD.finditer(text):
+        if m.group(2):
+            out |= {5, 6} if m.group(2).lower().startswith("weekend") else {0, 1, 2, 3, 4}
+            continue
+        head = m.group(1).lower()[:3]
+        if m.group(0).lower() in {"sun", "sat", "wed", "mon"}:  # three-letter words alone are too ambiguous
+            continue
+        out.add(["mon", "tue", "wed", "thu", "fri", "sat", "sun"].index(head))
+    return out
+
+
+def _months(text: str) -> set[int]:
+    """Months named in full ("March") or abbreviated ("Mar"); "may" alone is left out (the verb)."""
+    names = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    out = set()
+    for m in _MONTH_WORD.finditer(text):
+        word = m.group(0).lower()
+        if word == "may" and not m.group(0)[0].isupper():
+            continue
+        if word == "may" and m.start() == len(text) - len(text.lstrip()):
+            continue  # "May I ...": the verb that opens a question
+        if word in _MONTH_NAMES or word in names or word == "sept":
+            out.add(names.index(word[:3]))
+    return out
+
+
+def _minutes(m: re.Match[str]) -> int:
+    if m.group(4):
+        return 12 * 60 if m.group(4).lower() == "noon" else 0
+    hour, minute = int(m.group(1)) % 12, int(m.group(2) or 0)
+    return (hour + (12 if m.group(3).lower() == "p" else 0)) * 60 + minute
+
+
+def _clock(text: str) -> tuple[list[int], list[tuple[str, int]]]:
+    """Clock times of a text: plain ones, and bounded ones ("before 10am" → ("before", 600))."""
+    plain, bounded = [], []
+    for m in _CLOCK.finditer(text):
+        bound = _BOUND.search(text[: m.start()])
+        if bound:
+            word = bound.group(1).lower()
+            bounded.append(("before" if word.startswith(("before", "earlier", "until", "till")) else "after", _minutes(m)))
+        else:
+            plain.append(_minutes(m))
+    return plain, bounded
+
+
+def _plain_terms(text: str) -> set[str]:
+    """What a rule or a proposal is about: content terms less polarity words, weekdays, months, times."""
+    return {t for t in terms(text) if t not in _FORM_TERMS and t not in _DAY_TERMS and t not in _MONTH_TERMS}
+
+
+def _quoted(item: Evidence, sentence: str) -> str:
+    """The rule as stored: the sentence of a note, or a profile fact's value."""
+    if item.kind == "profile":
+        body = item.text.split(": ", 1)[-1]
+        return re.sub(r"\s+\((?:rule|preference|identity|\w+)\)$", "", body).strip()
+    return sentence.strip()
+
+
+def _rule_sentences(items: Sequence[Evidence]) -> list[tuple[Evidence, str, str]]:
+    """(item, sentence, polarity) for each sentence holding rule language; notes before profile facts
+    (a note is the rule as the user wrote it; the profile fact is the model's copy of it)."""
+    out = []
+    ordered = sorted(items, key=lambda e: (e.kind == "profile", e.kind == "summary"))
+    for item in ordered:
+        if item.kind == "summary":
+            continue  # computed facts ("No always/never rule ... was found") are not rules
+        text = _quoted(item, item.text) if item.kind == "profile" else item.text
+        for sentence in _SENTENCES.split(text.strip()):
+            if _PROHIBIT.search(sentence):
+                out.append((item, sentence, "prohibit"))
+            elif _ONLY.search(sentence):
+                out.append((item, sentence, "only"))
+    return out
+
+
+def _applies(question: str, sentence: str) -> str | None:
+    """Does the rule sentence speak to the proposal? "match" (it covers the proposal), "other" (it is
+    about the same thing but a different day / month / time), or None (it is about something else)."""
+    shared = _plain_terms(question) & _plain_terms(sentence)
+    if not shared:
+        return None
+    rule_days, asked_days = _days(sentence), _days(question)
+    rule_months, asked_months = _months(sentence), _months(question)
+    if rule_days and asked_days and not asked_days <= rule_days:
+        return "other"
+    if rule_days and not asked_days:
+        return None  # "never on Fridays", asked with no day: it depends; the model says so
+    if rule_months and asked_months and not asked_months <= rule_months:
+        return "other"
+    rule_plain, rule_bounds = _clock(sentence)
+    asked_times, _ = _clock(question)
+    if (rule_bounds or rule_plain) and not asked_times:
+        return None
+    for kind, limit in rule_bounds:
+        for t in asked_times:
+            inside = t < limit if kind == "before" else t > limit
+            if not inside:
+                return "other"
+    if rule_plain and asked_times and not set(asked_times) <= set(rule_plain):
+        return "other"
+    return "match"
+
+
+def is_proposal(question: str) -> bool:
+    """A yes/no question about doing something: "Can we meet on Friday?", "Is it ok to order pizza?"."""
+    return bool(_PROPOSAL.search(question)) and not re.match(r"\s*(?:what|which|who|whom|whose|when|where|why|how)\b",
+                                                             question, re.IGNORECASE)
+
+
+def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | None = None) -> RuleVerdict | None:
+    """A yes/no verdict on a proposal from the stored rules, or None when no rule is about it.
+
+    A prohibiting rule (never, don't, avoid, allergic, no …) whose object overlaps the proposal and
+    whose day / month / time covers it → "No — <rule>". A limiting rule (only, always, must) that
+    the proposal meets → "Yes — <rule>"; one it does not meet (other terms, another day) → "No — <rule>".
+    A prohibiting rule on the same thing but another day or time → "Yes — nothing in your rules rules it
+    out", quoting the closest rule. The rule is quoted as stored; with ``context`` (the packed text),
+    only rules shown there verbatim are used, so the validator can check the quote."""
+    if not is_proposal(question):
+        return None
+    flat = _norm(context) if context is not None else None
+    no, yes, near = [], [], []
+    for item, sentence, polarity in _rule_sentences(evidence):
+        rule = _quoted(item, sentence)
+        if flat is not None and _norm(rule) not in flat:
+            continue
+        fit = _applies(question, sentence)
+        if fit is None:
+            continue
+        if polarity == "prohibit":
+            (no if fit == "match" else near).append((item, rule))
+            continue
+        extra_asked = _plain_terms(question) - _plain_terms(sentence) - _GENERIC_ASK
+        extra_rule = _plain_terms(sentence) - _plain_terms(question)
+        if fit == "other" or (extra_asked and extra_rule):
+            no.append((item, rule))
+        elif fit == "match" and not extra_rule:
+            yes.append((item, rule))
+    if no:
+        return RuleVerdict(f"No — {no[0][1]}", _holding_rule(no), "no")
+    if yes:
+        return RuleVerdict(f"Yes — {yes[0][1]}", _holding_rule(yes), "yes")
+    if near:
+        return RuleVerdict(f'Yes — nothing in your rules rules it out (closest: "{near[0][1]}")', _holding_rule(near), "yes")
+    return None
+
+
+_GENERIC_ASK = terms("bring go come try get take let")
+
+
+def _holding_rule(found: list[tuple[Evidence, str]]) -> list[Evidence]:
+    """The items stating the rule quoted (the first found): its note, and the profile fact copied
+    from it ("never schedule meetings on Fridays" inside "Rule: never schedule meetings on Fridays.")."""
+    quoted = _norm(found[0][1])
+    out: list[Evidence] = []
+    for item, rule in found:
+        same = _norm(rule)
+        if (same in quoted or quoted in same) and all(item is not o for o in out):
+            out.append(item)
+    return out
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text.replace("’", "'")).strip().lower().rstrip(".!;")
+
+
+# --- citations -------------------------------------------------------------------------------------
+
+
+def citations(conn: Any, question: str, text: str, evidence: Sequence[Evidence],
+              drafted: Drafted | None = None) -> tuple[list[int], str]:
+    """The note ids an answer cites, and how they were chosen: the rules a verdict rests on, else
+    the evidence whose terms the answer shares (:func:`edgemem.recall.evidence.supporting`), else
+    the top-ranked note. A profile fact cites the notes it was compiled from; a computed fact
+    (negative id, no note) cites nothing by itself."""
+    from edgemem.recall.tiers import PROFILE_ID_BASE
+    from edgemem.store import profile as profile_store
+
+    if drafted is not None and drafted.rule is not None:
+        items, reason = list(drafted.rule.rules), "rule"
+    else:
+        items, reason = supporting(question, text, evidence)
+    ids: list[int] = []
+    for item in items:
+        if item.note_id > 0:
+            ids.append(item.note_id)
+        elif item.note_id <= -PROFILE_ID_BASE:
+            fact = profile_store.get(conn, -item.note_id - PROFILE_ID_BASE)
+            ids.extend(fact.sources if fact is not None else ())
+    if not ids:
+        notes = [e for e in evidence if e.note_id > 0]
+        if notes:
+            ids, reason = [max(notes, key=lambda e: e.score).note_id], "top_ranked"
+    return list(dict.fromkeys(ids)), reason
+
+
+PROFILE_NOTES = 3
+
+
+def profile_notes(items: Sequence[Evidence], question: str, k: int = PROFILE_NOTES) -> list[Evidence]:
+    """The few retrieved notes a profile-injection answer may combine with the profile: raw notes
+    sharing a content term with the question, best scored first (at most ``k``)."""
+    wanted = terms(question)
+    found = [e for e in items if e.kind == "raw" and e.note_id > 0 and terms(e.text) & wanted]
+    return sorted(found, key=lambda e: -e.score)[:k]

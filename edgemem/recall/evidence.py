@@ -9,6 +9,7 @@ a small model cannot recover a date it was never shown, and LoCoMo's temporal an
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -16,7 +17,7 @@ from nltk.stem import PorterStemmer
 
 from edgemem.text import STOPWORDS, day_label, tokens
 
-__all__ = ["Evidence", "KINDS", "parse_iso_day", "terms", "jaccard"]
+__all__ = ["Evidence", "KINDS", "parse_iso_day", "terms", "jaccard", "answer_terms", "line_terms", "supporting"]
 
 KINDS = ("profile", "pinned", "summary", "raw")
 
@@ -96,3 +97,63 @@ def jaccard(a: set[str], b: set[str]) -> float:
     """|a ∩ b| / |a ∪ b|; 0.0 for two empty sets (nothing shared is no evidence of sameness)."""
     union = a | b
     return len(a & b) / len(union) if union else 0.0
+
+
+# --- what an answer rests on ----------------------------------------------------------------------
+
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+
+
+def answer_terms(text: str) -> set[str]:
+    """Content terms plus numbers ("4512", "14"): what an answer and a line are compared on."""
+    return terms(text) | set(_NUMBER.findall(_ANNOTATION.sub(" ", text)))
+
+
+def line_terms(item: Evidence) -> set[str]:
+    """The terms of an evidence line, with the date labels it was resolved to: an answer saying
+    "7 May 2023" rests on the note whose "yesterday" was resolved to that day."""
+    found = answer_terms(item.text) | set(_NUMBER.findall(item.text))
+    for d in item.dates or ():
+        label = d.get("label") or ""
+        found |= answer_terms(label)
+    return found
+
+
+def supporting(question: str, answer: str, items: Sequence[Evidence]) -> tuple[list[Evidence], str]:
+    """The evidence items an answer rests on, and how they were chosen.
+
+    A greedy cover of the answer's terms: the terms the question did not already hold (what the
+    answer adds) weigh most; the item covering most of what is still uncovered is taken, then the
+    next, while one covers something left. A later item must cover two terms, or a number, so that
+    one common word ("bring", "love") does not cite an unrelated note. No overlap at all: the top
+    ranked item (highest retrieval score, else the first shown), reason "top_ranked"."""
+    if not items:
+        return [], "none"
+    asked = terms(question)
+    words = answer_terms(answer)
+    novel = words - asked or words
+    remaining = set(novel)
+    chosen: list[Evidence] = []
+    tables = [(item, line_terms(item)) for item in items]
+    while remaining:
+        best, best_key = None, None
+        for rank, (item, held) in enumerate(tables):
+            if any(item is c for c in chosen):
+                continue
+            covered = remaining & held
+            if not covered:
+                continue
+            key = (len(covered), len(held & asked), item.kind != "summary", item.score, -rank)
+            if best_key is None or key > best_key:
+                best, best_key = item, key
+        if best is None:
+            break
+        covered = remaining & line_terms(best)
+        if chosen and len(covered) < 2 and not any(_NUMBER.fullmatch(t) for t in covered):
+            break
+        chosen.append(best)
+        remaining -= covered
+    if chosen:
+        return chosen, "overlap"
+    top = max(items, key=lambda e: (e.kind == "raw", e.score))
+    return [top], "top_ranked"

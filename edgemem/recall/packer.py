@@ -58,6 +58,10 @@ SUMMARY_BUDGET = 400  # Tier-3 facts
 PRECISION_TAGS = frozenset({"targeted-extraction", "constraint-validation", "state-tracking"})
 TOP_SENTENCES = 2
 DEDUP_JACCARD = 0.85  # A.3: near-duplicate chunks at or above this Jaccard similarity are dropped
+# Profile-injection answers from the profile (Table 6: Tier-2 budget 0), but a suggestion tailored to
+# the user ("What should I bring to Ana's birthday?") needs the note that says what Ana loves beside
+# the stated likes: the read path may open a small raw slot for a few retrieved notes (``tier2_budget``).
+PROFILE_NOTES_BUDGET = 240
 # A chunk cut to fewer tokens than this carries no usable fact: it is dropped instead.
 MIN_CUT_TOKENS = 12
 # What the rest of the answer prompt needs besides the pack, for ceiling_for's default: the tag
@@ -146,13 +150,15 @@ def pack(
     count_tokens: Callable[[str], int],
     *,
     ceiling: int,
+    tier2_budget: int | None = None,
 ) -> Packed:
     """Pack ``items`` for a question routed to ``tag`` under ``ceiling`` tokens (A.3).
 
     Order shown: pinned, then summaries, then raw chunks in the order given (Tier-3 preprocessing
     has already put them in time or session order). Raw chunks are *chosen* by score, stale ones
     last — except for broad-summarization, where the given round-robin order is the priority, since
-    re-sorting by score would undo the session-diversity guarantee."""
+    re-sorting by score would undo the session-diversity guarantee. ``tier2_budget`` replaces the
+    tag's raw budget (Table 6) when given: profile-injection's few retrieved notes."""
     if tag not in TIER2_BUDGET:
         raise ValueError(f"unknown action tag {tag!r}")
     by_slot: dict[str, list[tuple[int, Evidence]]] = {slot: [] for slot in SLOTS}
@@ -225,7 +231,7 @@ def pack(
     # Slot 3: raw gets the tag's budget plus what the slots above left. Profile-injection answers
     # from the profile alone (Table 6: Tier-2 budget 0), so its raw slot stays closed.
     left -= used["summary"]
-    tier2 = TIER2_BUDGET[tag]
+    tier2 = TIER2_BUDGET[tag] if tier2_budget is None else tier2_budget
     raw_budget = 0 if tier2 == 0 else min(left, tier2 + (summary_budget - used["summary"]))
     fill("raw", raw_budget)
     for position in survivors["raw"]:

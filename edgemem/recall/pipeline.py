@@ -4,7 +4,8 @@ validate → (one escalation along Table 11) → answer or a calibrated abstenti
 :func:`run` returns an :class:`Outcome` (the text, the note ids it cites, the trace); the engine
 turns it into the user-facing :class:`Answer`. ``now`` is when the question is asked: Tier 3's
 date math measures "how long ago" against its day. Every stage's tokens and milliseconds go into
-the trace (DESIGN Principle 8).
+the trace (DESIGN Principle 8). ``on_stage(name, data)`` hears each stage as it is reached (route,
+notes, checking, retry), for streaming clients.
 """
 
 from __future__ import annotations
@@ -82,10 +83,13 @@ def run(
     recent: Sequence[str] = (),
     on_token: Callable[[str], None] | None = None,
     on_reset: Callable[[], None] | None = None,
+    on_stage: Callable[[str, dict], None] | None = None,
     retrieval_only: bool = False,
     now: datetime | None = None,
+    evidence: Sequence[int] | None = None,
 ) -> Outcome:
-    """Answer ``question`` from memory; ``now`` (when it is asked) is the reference date of Tier 3."""
+    """Answer ``question`` from memory; ``now`` (when it is asked) is the reference date of Tier 3.
+    ``evidence`` (note ids) replaces retrieval: the evaluation's reading ceiling."""
     shown = {"any": False}  # has the user seen tokens since the last reset?
     sink = on_token
 
@@ -109,6 +113,7 @@ def run(
     span = active_context(question, recent)
     if span is not None:
         trace.update(route_tag=None, route_layer="active-context", tier=0)
+        _report(on_stage, "route", tag=None, layer="active-context")
         if on_token:
             on_token(span)
         return Outcome(span, [], trace)
@@ -117,21 +122,34 @@ def run(
     route = router.route(question)
     stages["route"] = {"ms": _ms(t), "tokens": getattr(route, "tokens", 0)}
     trace.update(route_tag=route.tag, route_layer=route.layer, route_tag_first=route.tag)
+    _report(on_stage, "route", tag=route.tag, layer=route.layer)
     tag = route.tag
     ceiling = packer.ceiling_for(llm.n_ctx) if not retrieval_only else packer.ceiling_for(8192)
     count = llm.count_tokens
 
     for attempt in (0, 1):
         t = time.perf_counter()
-        gathered = tiers.gather(conn, tag, question, embed, llm=None if retrieval_only else llm, reference=reference)
+        if evidence is None:
+            gathered = tiers.gather(conn, tag, question, embed, llm=None if retrieval_only else llm,
+                                    reference=reference)
+        else:  # the evaluation's oracle: these notes instead of what retrieval would find
+            gathered = tiers.given(conn, tag, evidence)
+        notes_budget = None
+        if gathered.tier == 1 and gathered.items and evidence is None:
+            # A tailored suggestion needs the notes about what is asked beside the stated likes.
+            gathered.items += answer_agent.profile_notes(tiers.gather(conn, "targeted-extraction", question, embed,
+                                                                      reference=reference).items, question)
+            notes_budget = packer.PROFILE_NOTES_BUDGET
         stages[f"retrieve{attempt}"] = {"ms": _ms(t), "tier": gathered.tier, **gathered.info}
         t = time.perf_counter()
-        packed = packer.pack(question, tag, gathered.items, count, ceiling=ceiling)
+        packed = packer.pack(question, tag, gathered.items, count, ceiling=ceiling, tier2_budget=notes_budget)
         stages[f"pack{attempt}"] = {"ms": _ms(t), "tokens": packed.total_tokens, "by_slot": packed.tokens_by_slot}
         if attempt == 0:
             trace.update(tier=gathered.tier, retrieved=gathered.retrieved, packed_tokens=packed.total_tokens,
                          packed_by_slot=packed.tokens_by_slot)
         trace["used"] = [i for i in packed.items_used if i > 0]
+        _report(on_stage, "notes", found=len(gathered.retrieved), packed=len(trace["used"]), tier=gathered.tier,
+                attempt=attempt)
         if retrieval_only:
             if not packed.items_used and attempt == 0:  # what answering would do: escalate, no model call
                 tag = ESCALATION[tag]
@@ -140,6 +158,7 @@ def run(
             trace["total_ms"] = _ms(start)
             return Outcome("", trace["used"], trace)
 
+        used = []
         if not packed.items_used:
             text, drafted = answer_agent.ESCALATE, None  # nothing to answer from: no model call
         else:
@@ -151,18 +170,23 @@ def run(
                 "ms": _ms(t), "prompt_tokens": drafted.prompt_tokens, "completion_tokens": drafted.completion_tokens,
                 "prefill_ms": drafted.prefill_ms, "generate_ms": drafted.generate_ms, "tool_calls": drafted.tool_calls,
             }
+        if drafted is not None:
+            _report(on_stage, "checking", attempt=attempt)
         t = time.perf_counter()
-        verdict = validator.validate(question, text, packed.text, llm)
+        verdict = validator.validate(question, text, packed.text, llm, prefix=drafted.messages if drafted else None)
         stages[f"validate{attempt}"] = {"ms": _ms(t), "stage": verdict.stage, "grounded": verdict.grounded,
-                                        "tokens": verdict.tokens}
+                                        "tokens": verdict.tokens, "judge": verdict.judge, "reason": verdict.reason,
+                                        "cached_tokens": verdict.cached_tokens}
         if verdict.grounded:
-            trace.update(verdict=verdict.stage, escalated=attempt == 1, final_tag=tag)
+            cited, trace["cite_reason"] = answer_agent.citations(conn, question, text, used, drafted)
+            trace.update(verdict=verdict.stage, escalated=attempt == 1, final_tag=tag, cited=cited)
             trace["pipeline_tokens"] = _pipeline_tokens(stages)
             trace["total_ms"] = _ms(start)
-            return Outcome(text, trace["used"], trace)
+            return Outcome(text, cited, trace)
         if attempt == 0:
             tag = ESCALATION[tag]
             trace["escalated_to"] = tag
+            _report(on_stage, "retry", tag=tag)
             reset()
 
     trace.update(verdict="abstain", escalated=True, final_tag=tag)
@@ -172,6 +196,12 @@ def run(
     if on_token:
         on_token(ABSTAIN)
     return Outcome(ABSTAIN, [], trace)  # an abstention cites nothing; the trace keeps what was seen
+
+
+def _report(on_stage: Callable[[str, dict], None] | None, name: str, **data: Any) -> None:
+    """Tell the caller (a streaming client) which stage the query reached: route, notes, checking, retry."""
+    if on_stage is not None:
+        on_stage(name, data)
 
 
 def _ms(since: float) -> float:

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 
 from edgemem.recall.evidence import Evidence, jaccard, parse_iso_day, terms
-from edgemem.recall.tools import count_occurrences, describe_days, describe_months, describe_weeks
+from edgemem.recall.events import anchors
+from edgemem.recall.tools import count_occurrences, describe_days, describe_months, describe_weeks, ground
 from edgemem.text import STOPWORDS, day_label
 
 __all__ = [
@@ -137,27 +138,11 @@ def chronological(evidence: Iterable[Evidence]) -> list[Evidence]:
 
 # --- temporal-reasoning -------------------------------------------------------------------------
 
-_LEAD = re.compile(
-    r"^(?:(?:how\s+many\s+(?:days|weeks|months|years)|how\s+long|which|what|when|did|does|do|was|were|"
-    r"is|are|has|have|had|happen(?:ed)?|passed|elapsed|went\s+by|came|come|first|event|is\s+it|"
-    r"there|it|been|the\s+time|time)\b[\s,:]*)+",
-    re.IGNORECASE,
-)
-_BETWEEN = re.compile(r"\bbetween\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s*[?.!]*$", re.IGNORECASE)
-_FIRST_OR = re.compile(r"\bfirst\b[\s,:-]*(?P<a>.+?)\s+or\s+(?P<b>.+?)\s*[?.!]*$", re.IGNORECASE)
-_OR_FIRST = re.compile(r"^(?P<a>.+?)\s+or\s+(?P<b>.+?)\s+first\s*[?.!]*$", re.IGNORECASE)
-_HOW_LONG_AFTER = re.compile(
-    r"^how\s+(?:many\s+\w+|long)\s+(?:before|after)\s+(?P<a>.+?)\s+(?:did|was|were|do|does|is|had|has)\s+"
-    r"(?P<b>.+?)\s*[?.!]*$",
-    re.IGNORECASE,
-)
-_BEFORE_AFTER = re.compile(r"^(?P<a>.+?)\s+(?:before|after)\s+(?P<b>.+?)\s*[?.!]*$", re.IGNORECASE)
 _SINCE = re.compile(
     r"\b(?:how\s+long\s+ago|how\s+(?:many\s+\w+\s+)?ago|how\s+long\s+(?:has\s+it\s+been\s+)?since|"
     r"how\s+many\s+(?:days|weeks|months|years)\s+(?:ago|since|have\s+passed\s+since))\b",
     re.IGNORECASE,
 )
-_TRAIL = re.compile(r"(?:\s+(?:happen(?:ed)?|occur(?:red)?|come|came|take\s+place|took\s+place))+$", re.IGNORECASE)
 # Date facts only for questions about order or elapsed time; "what did X do after Y?" asks for an
 # event, and a distance between its two halves would be noise in the summary slot.
 _ASKS_TIME = re.compile(
@@ -165,41 +150,6 @@ _ASKS_TIME = re.compile(
     r"^(?:did|was|were|is|are|does|do|had|has|have)\b.*\b(?:before|after)\b",
     re.IGNORECASE,
 )
-
-
-def _clean_anchor(text: str) -> str:
-    text = _LEAD.sub("", text.strip(" ,;:?.!"))
-    return _TRAIL.sub("", text.strip(" ,;:?.!")).strip(" ,;:?.!")
-
-
-def anchors(question: str) -> list[str]:
-    """The event references of a temporal question, for dual-anchor retrieval (A.2).
-
-    "How many days passed between X and Y?", "Did X happen before Y?", "Which came first, X or Y?"
-    give [X, Y]; any other question is its own single anchor."""
-    text = " ".join(question.split())
-    for pattern in (_BETWEEN, _HOW_LONG_AFTER, _FIRST_OR, _OR_FIRST, _BEFORE_AFTER):
-        m = pattern.search(text)
-        if m:
-            a, b = _clean_anchor(m.group("a")), _clean_anchor(m.group("b"))
-            if a and b:
-                return [a, b]
-    return [text]
-
-
-def _best_match(anchor: str, evidence: Sequence[Evidence]) -> Evidence | None:
-    """The item sharing most content terms with the anchor (ties: higher score, then earlier)."""
-    wanted = terms(anchor)
-    best: tuple[int, float, int] | None = None
-    chosen = None
-    for i, e in enumerate(evidence):
-        overlap = len(wanted & terms(e.text))
-        if overlap == 0:
-            continue
-        key = (overlap, e.score, -i)
-        if best is None or key > best:
-            best, chosen = key, e
-    return chosen
 
 
 def _describe(question: str, a: date, b: date) -> str:
@@ -222,11 +172,11 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
     found = anchors(question)
     dated: list[tuple[str, date, str, bool]] = []
     for anchor in found:
-        match = _best_match(anchor, evidence)
-        if match is not None:
-            day, label, exact = _when(match)
-            if day != date.min:
-                dated.append((anchor, day, label, exact))
+        # The same operands the date tools use (tools.ground): the stored date nearest the event's
+        # words in its best-matching note, or a date the question itself writes.
+        grounded = ground(anchor, evidence)
+        if grounded is not None:
+            dated.append((anchor, grounded.start, grounded.label, grounded.exact))
     asks_time = _ASKS_TIME.search(" ".join(question.split())) is not None
     if asks_time and len(found) == 2 and len(dated) == 2:
         for anchor, _, label, _ in dated:
@@ -400,7 +350,7 @@ def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
             continue
         found = count_occurrences(low, evidence)
         if found.mentions:
-            facts.append(found.describe())
+            facts.append(found.describe_events())
         if len(facts) == 2:
             break
     return facts
@@ -409,10 +359,14 @@ def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
 # --- constraint-validation ----------------------------------------------------------------------
 
 # A.2: "filters for modal and rule language ('always', 'never', 'must', 'allowed')", widened to the
-# forms people write rules in.
+# forms people write rules in: avoidance and inability, "not before/after ...", and "no X" when a
+# time limit or "for me / ever / please" makes it a standing rule ("No calls before 10am") rather
+# than an answer ("no idea").
 _MODAL = re.compile(
     r"\b(?:always|never|must(?:n['’]t|\s+not)?|don['’]t|do\s+not|not\s+allowed|allowed|only|"
-    r"should(?:n['’]t|\s+not)?|prefer(?:s|red)?|rules?)\b",
+    r"should(?:n['’]t|\s+not)?|prefer(?:s|red)?|rules?|avoid(?:s|ing)?|allergic|can['’]t|cannot|won['’]t|"
+    r"not\s+(?:before|after|on|during|until|past)|no(?=\s+[a-z]+\s+(?:before|after|on|during|at|in|past|until)\b)"
+    r")\b|(?:^|[.!?]\s+)no\s+[a-z]{3,}s?\s+(?:for\s+me|ever|please)\b",
     re.IGNORECASE,
 )
 _MODAL_TERMS = terms("always never must allowed only should prefer prefers preferred rule rules")

@@ -21,16 +21,18 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 
 from dateutil.relativedelta import relativedelta
 
-from edgemem.recall.evidence import Evidence
+from edgemem.recall.events import anchors
+from edgemem.recall.evidence import Evidence, jaccard, terms
 from edgemem.text import day_label
 
 __all__ = [
     "MAX_TOOL_ROUNDS", "TOOL_NAMES", "TAG_TOOLS", "ERROR_PREFIX", "RESULT_PREFIX",
-    "ToolCall", "Count", "parse_tool_call", "execute", "parse_date",
+    "ToolCall", "Count", "CountedEvent", "Grounded", "parse_tool_call", "execute", "parse_date",
+    "parse_span", "dates_in_text", "known_days", "ground", "ground_operands", "format_events",
     "days_between", "weeks_between", "months_between", "count_occurrences",
     "describe_days", "describe_weeks", "describe_months",
 ]
@@ -78,9 +80,7 @@ _LABEL_PREFIX = re.compile(
 )
 
 
-def parse_date(text: str) -> date:
-    """The calendar day written in ``text``; ValueError with a one-line message if there is none."""
-    cleaned = _LABEL_PREFIX.sub("", text.strip().strip("\"'`[]() ").strip())
+def _one_day(cleaned: str) -> date | None:
     cleaned = re.sub(r"^[A-Za-z]+day,?\s+", "", cleaned)  # "Sunday, 7 May 2023"
     for form in _DATE_FORMS:
         m = form.fullmatch(cleaned)
@@ -88,12 +88,83 @@ def parse_date(text: str) -> date:
             continue
         month = int(m.group("mn")) if "mn" in m.groupdict() else _MONTH_NUMBER.get(m.group("m").lower())
         if month is None:
-            break
+            return None
         try:
             return date(int(m.group("y")), month, int(m.group("d")))
         except ValueError:
-            break  # 31 June, month 13: fall through to the one error message
+            return None  # 31 June, month 13
+    return None
+
+
+# A range label from ingestion: "18–22 June 2026", "30 June–2 July 2026", "30 December 2025–2 January
+# 2026", "20 March to 3 April 2023". The first part borrows what it leaves out from the second.
+_RANGE_SPLIT = re.compile(r"\s*[–—]\s*|\s+(?:to|until|till|through)\s+|\s+-\s+|(?<=\d)-(?=\d)")
+_PARTIAL = re.compile(r"(?P<d>\d{1,2})(?:st|nd|rd|th)?(?:\s+(?:of\s+)?(?P<m>[A-Za-z]{3,9})\.?)?")
+
+
+def _clean(text: str) -> tuple[str, str]:
+    """(cleaned text, prefix): label prefixes ("around", "week of") and quoting removed."""
+    stripped = text.strip().strip("\"'`[]() ").strip()
+    m = _LABEL_PREFIX.match(stripped)
+    prefix = m.group(0).lower() if m else ""
+    return stripped[len(prefix):], prefix
+
+
+def parse_span(text: str) -> tuple[date, date]:
+    """The days written in ``text`` as (first, last): one day, an ingestion range label, or a
+    "week of" / "weekend of" label. ValueError with a one-line message if there is none."""
+    cleaned, prefix = _clean(text)
+    day = _one_day(cleaned)
+    if day is not None:
+        if "weekend of" in prefix:
+            return day, day + timedelta(days=1)
+        if "week of" in prefix:
+            return day, day + timedelta(days=6)
+        return day, day
+    parts = _RANGE_SPLIT.split(cleaned, maxsplit=1)
+    if len(parts) == 2:
+        end = _one_day(parts[1].strip())
+        first = _PARTIAL.fullmatch(parts[0].strip())
+        start = _one_day(parts[0].strip())
+        if end is not None and (start is not None or first is not None):
+            if start is None and first is not None:
+                month = _MONTH_NUMBER.get(first.group("m").lower()) if first.group("m") else end.month
+                try:
+                    start = date(end.year, month, int(first.group("d"))) if month else None
+                except ValueError:
+                    start = None
+                if start is not None and start > end:
+                    start = start.replace(year=end.year - 1)
+            if start is not None and start <= end:
+                return start, end
     raise ValueError(f"cannot read {text.strip()!r} as a date; write it like 7 May 2023 or 2023-05-07")
+
+
+def parse_date(text: str) -> date:
+    """The calendar day written in ``text`` (a range or week label: its first day); ValueError with
+    a one-line message if there is none."""
+    return parse_span(text)[0]
+
+
+# Dates as notes write them inside a text: absolute dates and bracketed labels ("[18–22 June 2026]").
+_IN_TEXT = re.compile(
+    r"\[(?P<label>[^\]]{4,60})\]"
+    r"|(?P<iso>\b\d{4}-\d{2}-\d{2}\b)"
+    r"|(?P<dmy>\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?[A-Za-z]{3,9}\.?,?\s+\d{4}\b)"
+    r"|(?P<mdy>\b[A-Za-z]{3,9}\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}\b)"
+)
+
+
+def dates_in_text(text: str) -> list[tuple[int, date, date, str]]:
+    """(offset, first day, last day, label) of every readable date written in ``text``."""
+    found = []
+    for m in _IN_TEXT.finditer(text):
+        try:
+            start, end = parse_span(m.group(0))
+        except ValueError:
+            continue
+        found.append((m.start(), start, end, day_label(start) if start == end else m.group(0).strip("[]")))
+    return found
 
 
 def _ordered(first: date, second: date) -> tuple[date, date]:
@@ -144,7 +215,162 @@ def describe_months(first: date, second: date) -> str:
 _DESCRIBE = {"days_between": describe_days, "weeks_between": describe_weeks, "months_between": describe_months}
 
 
+# --- grounding: operands from the notes, not from the model -----------------------------------
+
+
+@dataclass(frozen=True)
+class Grounded:
+    """The date of one event, read from the stored, resolved dates of the note that mentions it."""
+
+    event: str  # the words that named it (a question anchor, or what the model wrote)
+    start: date
+    end: date
+    label: str
+    exact: bool  # one day, not approximate (a span or "around ..." is not)
+    note_id: int | None  # the evidence item it came from; None when the question itself wrote the date
+
+
+def _text(item: Evidence | str) -> str:
+    return item.text if isinstance(item, Evidence) else str(item)
+
+
+def _note_dates(item: Evidence | str) -> list[tuple[int, date, date, str, bool]]:
+    """(offset in the text, first day, last day, label, exact) of each date stored on an item.
+
+    The note's resolved dates (Evidence.dates, what ingestion stored) come first; dates written in
+    the text (bracketed labels, absolute dates) fill in for items without them."""
+    text = _text(item)
+    low = text.lower()
+    out = []
+    for d in item.dates if isinstance(item, Evidence) else []:
+        try:
+            start = date.fromisoformat(str(d.get("start"))[:10])
+            end = date.fromisoformat(str(d.get("end") or d.get("start"))[:10])
+        except ValueError:
+            continue
+        phrase = str(d.get("phrase") or "").lower()
+        where = low.find(phrase) if phrase else -1
+        label = d.get("label") or day_label(start)
+        exact = start == end and not d.get("approximate", False)
+        out.append((where if where >= 0 else len(text), start, end, label, exact))
+    if not out:
+        out = [(at, a, b, label, a == b and not label.startswith("around")) for at, a, b, label in dates_in_text(text)]
+    return out
+
+
+def _said_day(item: Evidence | str) -> date | None:
+    return item.day if isinstance(item, Evidence) else None
+
+
+def known_days(evidence: Sequence[Evidence | str]) -> set[date]:
+    """Every day the evidence states: each stored date's first and last day, and each day said."""
+    days: set[date] = set()
+    for item in evidence:
+        for _, start, end, _, _ in _note_dates(item):
+            days.update((start, end))
+        said = _said_day(item)
+        if said is not None:
+            days.add(said)
+    return days
+
+
+def _positions(text: str, wanted: set[str]) -> list[int]:
+    """Offsets of the words in ``text`` whose term is wanted (annotations left out)."""
+    plain = re.sub(r"\[[^\]]*\]", lambda m: " " * len(m.group(0)), text)
+    return [m.start() for m in re.finditer(r"[A-Za-z][A-Za-z'-]*", plain) if terms(m.group(0)) & wanted]
+
+
+# Words that name a date, not an event: an anchor made only of them ("today") is not looked up.
+_DATE_ONLY = terms("today now tonight yesterday tomorrow date present moment")
+
+
+def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
+    """The date of ``event``: a full date written in the event words themselves ("my dentist
+    appointment (14 January 2026)"), else the stored date of the evidence line that shares most
+    content words with it — the one of that line's dates written nearest those words — else the day
+    that line was said. None when no line mentions it."""
+    written = dates_in_text(event)
+    if written:
+        _, start, end, label = written[0]
+        return Grounded(event, start, end, label, start == end, None)
+    wanted = terms(event) - _DATE_ONLY
+    if not wanted:
+        return None
+    best: tuple[int, bool, float, int] | None = None
+    chosen: Evidence | str | None = None
+    for i, item in enumerate(evidence):
+        if isinstance(item, Evidence) and item.kind == "summary":
+            continue  # computed facts restate dates; the notes are the source
+        overlap = len(wanted & terms(_text(item)))
+        if overlap == 0:
+            continue
+        dated = bool(_note_dates(item)) or _said_day(item) is not None
+        key = (overlap, dated, item.score if isinstance(item, Evidence) else 0.0, -i)
+        if best is None or key > best:
+            best, chosen = key, item
+    if chosen is None:
+        return None
+    stored = _note_dates(chosen)
+    note_id = chosen.note_id if isinstance(chosen, Evidence) else None
+    if stored:
+        spots = _positions(_text(chosen), wanted) or [0]
+        at, start, end, label, exact = min(stored, key=lambda d: min(abs(d[0] - p) for p in spots))
+        return Grounded(event, start, end, label, exact, note_id)
+    said = _said_day(chosen)
+    if said is None:
+        return None
+    return Grounded(event, said, said, day_label(said), True, note_id)
+
+
+def ground_operands(args: Sequence[str], evidence: Sequence[Evidence | str], question: str | None = None) -> list[date]:
+    """The two days a date tool should measure between, taken from the notes.
+
+    When the question names two events ("between X and Y") and both are found in the evidence (or
+    the question writes their dates), their stored dates are the operands, whatever the model
+    wrote. Otherwise each operand the model wrote is kept when it is a day the evidence states, and
+    replaced when it is not (or is not a date but event words) by the stored date of the evidence
+    line that best matches it, or the question's event in the same position. ValueError when an
+    operand can be neither read nor found."""
+    events = anchors(question) if question else []
+    events = events if len(events) == 2 else []
+    if events:
+        grounded = [ground(e, evidence) for e in events]
+        if all(g is not None for g in grounded):
+            return [g.start for g in grounded if g is not None]
+    stated = known_days(evidence)
+    out = []
+    for i, arg in enumerate(args):
+        try:
+            day: date | None = parse_date(arg)
+        except ValueError:
+            day = None
+        if day is not None and (day in stated or not evidence):
+            out.append(day)
+            continue
+        found = ground(arg, evidence) if day is None else None
+        if found is None and i < len(events):
+            found = ground(events[i], evidence)
+        if found is not None:
+            out.append(found.start)
+        elif day is not None:
+            out.append(day)  # not in the evidence, and nothing better: the model's day
+        else:
+            parse_date(arg)  # raises the one-line message
+    return out
+
+
 # --- counting -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CountedEvent:
+    """One distinct event among the lines that mention a counted term."""
+
+    name: str  # what it was: the name written next to the term ("Dune"), else the sentence
+    start: date | None  # when: the line's resolved date nearest the term, else the day it was said
+    end: date | None
+    label: str  # "3 March 2026", "week of 2 March 2026", "unknown date"
+    note_ids: tuple[int, ...]  # every line that mentions it (a repeat adds a line, not an event)
 
 
 @dataclass(frozen=True)
@@ -153,6 +379,7 @@ class Count:
     mentions: int  # matches over all evidence texts
     note_ids: tuple[int, ...]  # the evidence items with at least one match, in input order
     sessions: int  # distinct sessions among them (items without a session count by their day)
+    events: tuple[CountedEvent, ...] = ()  # distinct events, oldest first (see count_occurrences)
 
     def describe(self) -> str:
         if self.mentions == 0:
@@ -161,6 +388,21 @@ class Count:
             f"'{self.term}' is mentioned {_plural(self.mentions, 'time')} in "
             f"{_plural(len(self.note_ids), 'note')} from {_plural(self.sessions, 'session')}"
         )
+
+    def describe_events(self) -> str:
+        """The tool's answer: distinct events first (repeats counted once), then the raw mentions."""
+        if self.mentions == 0:
+            return self.describe()
+        return f"distinct events of '{self.term}' (a repeat counts once): {format_events(self.events)}; {self.describe()}"
+
+
+def format_events(events: Sequence[CountedEvent] | Count) -> str:
+    """'3 — Dune (3 March 2026), Circe (20 March 2026), Piranesi (2 April 2026)': a count with its
+    items and dates, oldest first, for counting and state-tracking answers."""
+    items = events.events if isinstance(events, Count) else tuple(events)
+    if not items:
+        return "0"
+    return f"{len(items)} — " + ", ".join(f"{e.name} ({e.label})" for e in items)
 
 
 def _word_forms(word: str) -> list[str]:
@@ -187,7 +429,8 @@ def _term_pattern(term: str) -> re.Pattern[str]:
 
 def count_occurrences(term: str, evidence: Sequence[Evidence | str]) -> Count:
     """How often ``term`` (whole words, case-insensitive, regular plurals included) occurs in the
-    evidence texts, in how many items and in how many sessions (MemFlow B.2 counting tool)."""
+    evidence texts, in how many items and in how many sessions (MemFlow B.2 counting tool), and how
+    many distinct events those mentions describe (:func:`_distinct_events`)."""
     cleaned = " ".join(term.strip().strip("\"'`").split())
     if not cleaned or not re.search(r"\w", cleaned):
         raise ValueError("count_occurrences needs a word or phrase to count")
@@ -195,18 +438,168 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str]) -> Count:
     mentions = 0
     ids: list[int] = []
     sessions: set[str] = set()
+    lines: list[_Line] = []
+    proper = _proper([_text(item) for item in evidence])
     for i, item in enumerate(evidence):
         text = item.text if isinstance(item, Evidence) else str(item)
-        found = len(pattern.findall(text))
+        found = list(pattern.finditer(text))
         if not found:
             continue
-        mentions += found
+        mentions += len(found)
         if isinstance(item, Evidence):
             ids.append(item.note_id)
             sessions.add(item.session or (item.event_time or "")[:10] or f"#{item.note_id}")
         else:
             ids.append(i)
-    return Count(cleaned, mentions, tuple(ids), len(sessions) if sessions else len(ids))
+        lines.append(_line(item, ids[-1], found[0], cleaned, proper))
+    events = _distinct_events(lines)
+    return Count(cleaned, mentions, tuple(ids), len(sessions) if sessions else len(ids), events)
+
+
+@dataclass
+class _Line:
+    note_id: int
+    said: date | None
+    start: date | None
+    end: date | None
+    label: str
+    own_date: bool  # the line states when (a resolved date), not only when it was said
+    name: str
+    named: bool  # the name is a proper name written next to the term, not the sentence
+    rest: set[str]  # the sentence's content terms, without the counted term and dates
+
+
+_WORD = re.compile(r"[A-Za-z0-9][\w'’-]*")
+_SENTENCES = re.compile(r"[^.!?\n]+[.!?]*")
+_JOINERS = {"of", "the", "and", "de", "von", "van"}
+_NOT_NAMES = {
+    "i", "i'm", "i've", "i'd", "i'll", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+    "sunday", *_MONTH_NUMBER,
+}
+
+
+def _capitalised(word: str) -> bool:
+    return (word[0].isupper() or (word[0].isdigit() and any(c.isupper() for c in word))) and word.lower() not in _NOT_NAMES
+
+
+def _names_in(plain: str, lo: int, hi: int, proper: set[str]) -> list[tuple[int, int, str]]:
+    """(start, end, text) of the name runs in plain[lo:hi]: capitalised words ("Dune", "5K") joined
+    by "of"/"the"/...; a sentence's first word only when it is written capitalised mid-sentence
+    somewhere in the evidence (``proper``): "Dune was great" yes, "Another 5K" no."""
+    words = list(_WORD.finditer(plain, lo, hi))
+    runs: list[tuple[int, int, str]] = []
+    current: list[re.Match] = []
+    for k, w in enumerate(words):
+        token = w.group(0)
+        first = k == 0
+        if _capitalised(token) and (not first or token in proper):
+            current.append(w)
+            continue
+        if current and token.lower() in _JOINERS and k + 1 < len(words) and _capitalised(words[k + 1].group(0)):
+            current.append(w)
+            continue
+        if current:
+            runs.append((current[0].start(), current[-1].end(), plain[current[0].start() : current[-1].end()]))
+        current = []
+    if current:
+        runs.append((current[0].start(), current[-1].end(), plain[current[0].start() : current[-1].end()]))
+    return runs
+
+
+def _proper(texts: Sequence[str]) -> set[str]:
+    """Words written capitalised somewhere other than at a sentence's start: names."""
+    found = set()
+    for text in texts:
+        plain = re.sub(r"\[[^\]]*\]", " ", text)
+        for sentence in _SENTENCES.finditer(plain):
+            for w in list(_WORD.finditer(sentence.group(0)))[1:]:
+                if _capitalised(w.group(0)):
+                    found.add(w.group(0))
+    return found
+
+
+def _line(item: Evidence | str, note_id: int, match: re.Match, term: str, proper: set[str]) -> _Line:
+    text = _text(item)
+    plain = re.sub(r"\[[^\]]*\]", lambda m: " " * len(m.group(0)), text)  # positions kept
+    sentence = next(
+        (s for s in _SENTENCES.finditer(plain) if s.start() <= match.start() < s.end()), None
+    )
+    lo, hi = (sentence.start(), sentence.end()) if sentence else (0, len(plain))
+    names = [n for n in _names_in(plain, lo, hi, proper) if not (n[0] <= match.start() < n[1])]
+    after = [n for n in names if n[0] >= match.end()]
+    before = [n for n in names if n[0] < match.start() and not re.search(r"['’]s$", n[2])]
+    pick = after[0] if after else (before[-1] if before else None)  # "Melanie's camping": an owner
+    stored = _note_dates(item)
+    said = _said_day(item)
+    if stored:
+        _, start, end, label, _ = min(stored, key=lambda d: abs(d[0] - match.start()))
+    else:
+        start = end = said
+        label = day_label(said) if said else "unknown date"
+    date_words = {w for d in (item.dates if isinstance(item, Evidence) else []) for w in terms(str(d.get("phrase", "")))}
+    words = re.sub(r"\s+([,;:])", r"\1", " ".join(plain[lo:hi].split())).strip(" .!?").split()
+    return _Line(
+        note_id, said, start, end, label, bool(stored),
+        pick[2] if pick else " ".join(words[:8]) + (" …" if len(words) > 8 else ""),
+        pick is not None,
+        terms(plain[lo:hi]) - terms(term) - date_words,
+    )
+
+
+# Two lines tell of the same event when they share at least this much of what they say besides the
+# counted term (the recency filter's value: preprocess.RECENCY_JACCARD).
+SAME_EVENT_JACCARD = 1 / 3
+
+
+def _overlap(a: _Line, b: _Line) -> bool:
+    if a.start is None or b.start is None:
+        return True
+    return a.start <= (b.end or b.start) and b.start <= (a.end or a.start)
+
+
+def _same_event(earlier: _Line, later: _Line) -> bool:
+    """Same event: what the lines say matches (same proper name, or similar words), and their dates
+    agree (spans overlap) — or the later line gives no date of its own and names the same thing:
+    "I finished Dune" (3 March) and "as I said, I finished Dune last week" (10 March) are one book;
+    "I ran a 5K" said on two different days, with no name to tie them, is two runs."""
+    if earlier.named and later.named and earlier.name.casefold() != later.name.casefold():
+        return False  # "I finished Dune" and "I finished Circe": two books, even on one day
+    same_name = earlier.named and later.named
+    similar = same_name or jaccard(earlier.rest, later.rest) >= SAME_EVENT_JACCARD or not (earlier.rest or later.rest)
+    if not similar:
+        return False
+    if _overlap(earlier, later):
+        return True
+    return same_name and not later.own_date
+
+
+def _precision(line: _Line) -> tuple[int, int, date]:
+    """Sort key for the date an event is shown with: a single day stated, then a single day said,
+    then the narrowest span; earliest among equals."""
+    if line.start is None:
+        return (9, 0, date.max)
+    width = ((line.end or line.start) - line.start).days
+    return (0 if width == 0 and line.own_date else 1 if width == 0 else 2, width, line.start)
+
+
+def _distinct_events(lines: list[_Line]) -> tuple[CountedEvent, ...]:
+    """Lines grouped into events (each line joins the first earlier event it repeats), oldest first."""
+    order = sorted(range(len(lines)), key=lambda i: (lines[i].said or date.min, i))
+    groups: list[list[_Line]] = []
+    for i in order:
+        line = lines[i]
+        for group in groups:
+            if any(_same_event(member, line) for member in group):
+                group.append(line)
+                break
+        else:
+            groups.append([line])
+    events = []
+    for group in groups:
+        when = min(group, key=_precision)
+        head = next((m for m in group if m.named), group[0])
+        events.append(CountedEvent(head.name, when.start, when.end, when.label, tuple(m.note_id for m in group)))
+    return tuple(sorted(events, key=lambda e: e.start or date.max))
 
 
 # --- parsing and execution ----------------------------------------------------------------------
@@ -272,11 +665,13 @@ def parse_tool_call(text: str) -> ToolCall | None:
     return ToolCall(name, tuple(_split_args(rest)), line)
 
 
-def execute(call: ToolCall, evidence: Sequence[Evidence | str] = ()) -> str:
+def execute(call: ToolCall, evidence: Sequence[Evidence | str] = (), question: str | None = None) -> str:
     """Run a parsed call; the result string, or one starting with ``error: `` for a bad call.
 
     ``evidence`` is what the answer agent was shown (the packed items): count_occurrences counts
-    over it, so its answer agrees with the context the model reads."""
+    distinct events over it, and the date tools take their operands from its stored dates
+    (:func:`ground_operands`, with the ``question``'s events), so the answers agree with the context
+    the model reads, not with dates it typed."""
     if not call.name:
         return f"{ERROR_PREFIX}no tool named; use one of {', '.join(TOOL_NAMES)}"
     if call.name not in _ARITY:
@@ -288,8 +683,8 @@ def execute(call: ToolCall, evidence: Sequence[Evidence | str] = ()) -> str:
         return f"{ERROR_PREFIX}{call.name} takes {want} {arguments} ({form}), got {len(call.args)}"
     try:
         if call.name == "count_occurrences":
-            return count_occurrences(call.args[0], evidence).describe()
-        first, second = (parse_date(a) for a in call.args)
+            return count_occurrences(call.args[0], evidence).describe_events()
+        first, second = ground_operands(call.args, evidence, question)
     except ValueError as exc:
         return f"{ERROR_PREFIX}{exc}"
     a, b = _ordered(first, second)

@@ -1,9 +1,14 @@
 """Validator (MemFlow Appendix B.3): is the answer grounded in the packed context?
 
-Three stages, cheapest first: hard-failure detection (empty, ESCALATE_REQUIRED, "not found" patterns:
-no model call) → short-answer passthrough (≤ 6 words, numbers, yes/no) → the model as a yes/no
-grounding judge (schema-constrained to "yes"/"no", ≤ 8 tokens) with a token-overlap fallback
-(τ = 0.07) when the model is unavailable or its reply does not validate.
+Cheapest first: hard-failure detection (empty, ESCALATE_REQUIRED, "not found" patterns: no model
+call) → a yes/no verdict quoting a rule verbatim from the context (accepted) → the ownership check
+(the answer's line must be about the owner the question names) → short-answer passthrough (≤ 6
+words, numbers, yes/no) → extractive passthrough (the answer is a span of one context line, or all
+its content words are) → the model as a yes/no grounding judge (schema-constrained to "yes"/"no",
+≤ 8 tokens) with a token-overlap fallback (τ = 0.07) when the model is unavailable or its reply does
+not validate. The judge continues the answer prompt (same system and context messages, then the
+answer and the judge's question), so the context is not prefilled a second time: llama.cpp's KV
+cache holds it. :attr:`Verdict.judge` records whether the judge ran, or why it was skipped.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any
 
 from edgemem import prompts
 from edgemem.errors import ContextTooLong, SchemaError
+from edgemem.recall.evidence import terms
 from edgemem.text import STOPWORDS, tokens
 
 OVERLAP_TAU = 0.07
@@ -33,9 +39,12 @@ _JUDGE_SCHEMA = {"type": "string", "enum": ["yes", "no"]}  # the reply is the JS
 @dataclass
 class Verdict:
     grounded: bool
-    stage: str  # hard_failure | short_answer | judge | overlap
+    stage: str  # hard_failure | rule_verdict | wrong_owner | short_answer | extractive | judge | overlap
     score: float | None = None
     tokens: int = 0
+    judge: str = "skipped"  # "ran" | "ran (shared prefix)" | "skipped: <why>"
+    reason: str | None = None  # wrong_owner's reason: answer_is_owner, other_owner, off_topic …
+    cached_tokens: int = 0  # judge prompt tokens the KV cache already held
 
 
 def is_hard_failure(answer: str) -> bool:
@@ -56,103 +65,253 @@ def overlap(answer: str, context: str) -> float:
     return len(words & ctx) / len(words)
 
 
-_POSSESSIVE = re.compile(r"\b([A-Z][a-z]+)'s\s+([a-z]{3,})\b")
 _YOU = re.compile(r"\b(?:you|you're|you've|your|yours)\b", re.IGNORECASE)
-_LINE_SPEAKER = re.compile(r"^\((?:[^,()]*,\s*)?([^,()]+)\)\s")
+_HEADER = re.compile(r"^\(([^()]*)\)\s")
+_DATE_LIKE = re.compile(r"\d|^(?:computed|profile|pinned|summary|raw)$", re.IGNORECASE)
+# "X's thing": X is an owner unless the "'s" is a contraction ("what's", "it's", "there's").
+_POSSESSIVE = re.compile(r"\b([A-Za-z][\w\-]*)['’]s\s+(?=((?:[a-z][\w\-]*\s+){0,2}?[a-z][\w\-]{2,}))")
+_CONTRACTED = frozenset("what that it he she there here who where when how let why which this today tomorrow".split())
+_SELF = re.compile(r"\b(?:my|mine|me|I|myself|I'm|I've)\b")
+_WHOSE = re.compile(r"\bwhose\b", re.IGNORECASE)
+_USER_SPEAKERS = frozenset({"user", "me", "i", "myself"})
+_ASKER_NAME = re.compile(r"^user\b[^:]*\bname\b[^:]*:\s*(.+?)\s*\(\w+\)\s*$", re.IGNORECASE)
 
 
 def _answer_words(answer: str) -> set[str]:
     return {t for t in tokens(answer) if t not in STOPWORDS and len(t) > 2}
 
 
-def _owned_by_other(question: str, answer: str, lines: list[str]) -> bool:
-    """"X's <thing>" asked, and every line holding the answer says "my <thing>" in someone else's voice."""
-    asked = _POSSESSIVE.search(question)
-    words = _answer_words(answer)
-    if not asked or not words:
-        return False
-    owner, thing = asked.group(1), asked.group(2)[:4]  # a prefix: "favorite" / "favourite"
-    holding = [line for line in lines if words & set(tokens(line))]
-    if not holding:
-        return False
-    for line in holding:
-        said_by = _LINE_SPEAKER.match(line)
-        speaker = said_by.group(1).strip() if said_by else None
-        mine = re.search(rf"\b(?:my|our)\s+(?:\w+\s+)?{re.escape(thing)}", line, re.IGNORECASE)
-        if not mine or speaker is None or speaker == owner:
-            return False  # this line does not give the thing to someone else
-    return True
+@dataclass
+class _Line:
+    text: str
+    header: str | None  # "8 May 2023, Caroline"; None for a line without one
+    speaker: str | None  # the header's last part when it is not a date or a kind
+    body: str
+
+    @property
+    def by_user(self) -> bool:
+        """Said or written by the user: a header with no speaker (a remembered note), the user's
+        own speaker label, or a profile line about the user."""
+        if self.header is None:
+            return False
+        if self.body.lower().startswith("user —"):
+            return True
+        return self.speaker is None or self.speaker.lower() in _USER_SPEAKERS
 
 
-def _said_by_other(question: str, answer: str, lines: list[str]) -> bool:
-    """The question names one speaker of the context, and the lines that best hold the answer were all
-    said by someone else without naming that speaker (a vocative "Wow, Caroline!" does not count)."""
-    headers = [_LINE_SPEAKER.match(line) for line in lines]
-    speakers = {m.group(1).strip() for m in headers if m}
-    asked = [name for name in speakers if re.search(rf"\b{re.escape(name)}\b", question)]
+def _parse(line: str) -> _Line:
+    m = _HEADER.match(line)
+    if not m:
+        return _Line(line, None, None, line)
+    last = m.group(1).rsplit(",", 1)[-1].strip()
+    speaker = None if _DATE_LIKE.search(last) else last
+    return _Line(line, m.group(1), speaker, line[m.end():])
+
+
+@dataclass
+class Owner:
+    """Whom a question asks about: a named owner ("Biscuit's vet": Biscuit), or the user ("my project")."""
+
+    name: str | None  # None: the user
+    thing: str | None  # "vet", "project": what of theirs is asked for, when the question says
+    possessive: bool  # "X's <thing>" or "my <thing>", not just a name somewhere in the question
+    whose: bool = False  # a "whose X" question: the answer is an owner, and must not be the asker
+
+
+def owner_of(question: str, speakers: set[str] = frozenset()) -> Owner | None:
+    """The owner a question names, or None when it names none or several.
+
+    "X's <thing>" (a possessive, not a contraction) names X; "my / I / me" names the user; otherwise
+    one capitalised name that is a speaker of the context names that speaker (LoCoMo's third-person
+    questions: "Why did Caroline get into running?")."""
+    whose = bool(_WHOSE.search(question))
+    owners = [(m.group(1), m.group(2).split()[-1]) for m in _POSSESSIVE.finditer(question)
+              if m.group(1).lower() not in _CONTRACTED]
+    names = {o for o, _ in owners}
+    if len(names) == 1:
+        name, thing = owners[0]
+        if name.lower() in {"my", "mine"}:
+            return Owner(None, thing, True, whose)
+        return Owner(name, thing, True, whose)
+    if len(names) > 1:
+        return None
+    if _SELF.search(question):
+        m = re.search(r"\bmy\s+((?:[a-z][\w\-]*\s+){0,2}?[a-z][\w\-]{2,})", question)
+        return Owner(None, m.group(1).split()[-1] if m else None, bool(m), whose)
+    asked = {n for n in speakers if re.search(rf"\b{re.escape(n)}\b", question)}
+    if len(asked) == 1:
+        return Owner(asked.pop(), None, False, whose)
+    return None
+
+
+def _names(line: _Line, name: str) -> bool:
+    """The line is about ``name``: said by them, or naming them other than as the one spoken to
+    ("Wow, Caroline!" and "Thanks, Melanie!" address the listener; they do not give them anything)."""
+    if line.speaker is not None and line.speaker.lower() == name.lower():
+        return True
+    for m in re.finditer(rf"\b{re.escape(name)}\b", line.body, re.IGNORECASE):
+        after = line.body[m.end():m.end() + 2]
+        if re.match(r"\s*[,!]", after) and m.start() < 24:
+            continue  # a vocative at the start of the line
+        return True
+    return False
+
+
+def _holding(answer: str, lines: list[_Line]) -> list[_Line]:
+    """The lines holding most of the answer's words (all of them tied for the most); [] when none does."""
     words = _answer_words(answer)
-    if len(asked) != 1 or not words or re.search(r"\d", answer):
-        return False  # "7 years": the number is the answer, and "years" alone says nothing about whose
-    person = asked[0]
-    shared = [len(words & set(tokens(line))) for line in lines]
+    if not words:
+        return []
+    shared = [len(words & set(tokens(line.body))) for line in lines]
     best = max(shared, default=0)
     if best == 0 or 2 * best < len(words):
-        return False  # no line holds most of the answer: nothing to say whose it is
-    named = re.compile(rf"\b{re.escape(person)}\b(?!\s*[,!?.])")
-    for line, header, n in zip(lines, headers, shared, strict=True):
-        if n != best:
-            continue
-        body = line[header.end():] if header else ""
-        if header is None or header.group(1).strip() == person or named.search(body):
-            return False
-        if _YOU.search(body):
-            return False  # "love your bowls!" gives them to the listener; only "I / my ..." is the speaker's own
-    return True
+        return []
+    return [line for line, n in zip(lines, shared, strict=True) if n == best]
+
+
+def ownership(question: str, answer: str, context: str) -> str | None:
+    """Why the answer belongs to someone other than the owner the question names, or None.
+
+    * the answer is the owner itself ("Biscuit" for "Biscuit's vet"), or the asker's own name for a
+      "whose X" question;
+    * every context line holding the answer is about someone else: for a named owner, no such line is
+      said by them or names them; for the user ("my project", "am I"), none is the user's own line
+      (a remembered note, the user's speaker label, a profile fact about the user);
+    * the answer takes a question word from its own line ("The Phoenix Project" for "What project am
+      I leading at work?"): the line holding it shares nothing else with the question while another
+      line does.
+
+    A line that speaks to the listener ("love your bowls!") gives the thing to the listener; a numeric
+    answer ("7 years") is not checked against a name that is only mentioned: "years" alone says
+    nothing of whose. With no header on any line nothing can be said of who said what.
+
+    Measured (previous, narrower rules) on LoCoMo conv-26 with the turns behind the packed notes and
+    the gold or adversarial answer: 22 of 47 adversarial questions flagged, 1 of 152 answerable ones."""
+    lines = [_parse(line) for line in context.splitlines() if line.strip()]
+    speakers = {line.speaker for line in lines if line.speaker}
+    owner = owner_of(question, speakers)
+    answer_words = _answer_words(answer)
+    if owner is not None and answer_words:
+        if owner.name and answer_words <= {t for t in tokens(owner.name)}:
+            return "answer_is_owner"
+        if owner.whose:
+            asker = set()
+            for line in lines:
+                m = _ASKER_NAME.match(line.body)
+                if m:
+                    asker |= set(tokens(m.group(1)))
+            if asker and answer_words <= asker:
+                return "answer_is_asker"
+    holding = _holding(answer, lines)
+    if not holding or all(line.header is None for line in lines):
+        return None
+    if owner is not None and not owner.whose:
+        if owner.name is None:
+            if any(line.by_user for line in lines) and not any(line.by_user for line in holding):
+                return "other_owner"
+        elif not (re.search(r"\d", answer) and not owner.possessive):
+            for line in holding:
+                if _names(line, owner.name) or line.header is None:
+                    break
+                if line.speaker and not line.by_user and _YOU.search(line.body):
+                    break  # "love your bowls!" gives them to the listener
+                if not owner.possessive and line.speaker is None:
+                    break  # a name only mentioned in the question: a note without a speaker may be theirs
+            else:
+                return "other_owner"
+    asked = terms(question)
+    words = terms(answer)
+    if words & asked:  # the answer carries a question word: is its line about anything else asked?
+        rest = asked - words
+        if len(rest) >= 2 and not any((terms(line.text) - words) & rest for line in holding):
+            if any(len(terms(line.text) & rest) >= 2 for line in lines if line not in holding):
+                return "off_topic"
+    return None
 
 
 def wrong_owner(question: str, answer: str, context: str) -> bool:
-    """True when the context gives the answer to someone other than the person asked about.
-
-    LoCoMo's adversarial questions (category 5) swap the speaker: "What are the new shoes that
-    Caroline got used for?" when only Melanie got new shoes. A short answer would pass unchecked
-    (B.3 stage 2) and the 1.5B answerer takes the line whoever said it. The packed lines start
-    "(date, speaker)", so the speaker of each line is known. Two rules, either suffices:
-
-    * "X's <thing>" is asked and every line holding the answer says "my <thing>" in another voice;
-    * the question names exactly one speaker of the context, and every line holding most of the
-      answer's words was said by another speaker without naming the one asked about.
-
-    A line that speaks to the listener ("love your bowls!") gives the thing to the listener, and a
-    numeric answer ("7 years") is not checked by the second rule: "years" alone says nothing of whose.
-
-    Measured on LoCoMo conv-26 with the turns behind the notes edgemem packed for each of its 199 questions
-    (retrieval-only run) and, as the answer, the gold answer (categories 1-4) or the adversarial
-    answer (category 5): flagged 22 of 47 adversarial questions and 1 of 152 answerable ones, a
-    dataset slip ("Melanie's hand-painted bowl" whose only evidence is Caroline's "my hand-painted
-    bowl"). The first rule alone flagged 2 of 47. Without the listener and number exceptions the
-    second rule flagged 26 of 47 but 4 of 152.
-    """
-    lines = context.splitlines()
-    return _owned_by_other(question, answer, lines) or _said_by_other(question, answer, lines)
+    """True when the context gives the answer to someone other than the one asked about
+    (:func:`ownership` says why)."""
+    return ownership(question, answer, context) is not None
 
 
-def validate(question: str, answer: str, context: str, llm: Any | None) -> Verdict:
+def extractive(answer: str, context: str) -> str | None:
+    """The context line the answer was lifted from, or None: the normalised answer, or every one of
+    its content words, appears in one line. Such an answer needs no judge (B.3's judge asks whether
+    the context supports it; a span of it does)."""
+    norm = _norm(answer)
+    words = {t for t in tokens(answer) if t not in STOPWORDS}
+    numbers = set(re.findall(r"\d+", answer))
+    if not norm:
+        return None
+    for line in context.splitlines():
+        flat = _norm(line)
+        if norm in flat:
+            return line
+        held = set(tokens(line))
+        if words and words <= held and numbers <= set(re.findall(r"\d+", line)):
+            return line
+    return None
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"[^\w\s']", " ", text.replace("’", "'").lower())).strip()
+
+
+_VERDICT = re.compile(r"^\s*(?:no|yes)\s*[—–-]+\s*(.+?)\s*$", re.IGNORECASE | re.DOTALL)
+_QUOTE = re.compile(r"[\"“]([^\"”]{3,})[\"”]")
+
+
+def rule_quoted(answer: str, context: str) -> bool:
+    """A yes/no verdict ("No — <rule>", "Yes — … (closest: "<rule>")") quoting a rule verbatim from
+    the context: it is grounded by construction."""
+    m = _VERDICT.match(answer)
+    if not m:
+        return False
+    quoted = _QUOTE.findall(m.group(1)) or [m.group(1)]
+    flat = _norm(context)
+    return all(_norm(q) and _norm(q) in flat for q in quoted)
+
+
+def judge_messages(prefix: list[dict[str, str]], answer: str) -> list[dict[str, str]]:
+    """The judge continues the answer's conversation: its system and context messages come first,
+    byte for byte, so llama.cpp's KV cache (the live one, or a prefix state the cache restores)
+    already holds them and only the answer and the judge's question are prefilled."""
+    return [*prefix, {"role": "assistant", "content": answer},
+            {"role": "user", "content": prompts.render("validator_followup")}]
+
+
+def validate(question: str, answer: str, context: str, llm: Any | None,
+             prefix: list[dict[str, str]] | None = None) -> Verdict:
+    """B.3's cascade, cheapest first. ``prefix`` is the answer prompt's messages: the judge then
+    continues that conversation (shared KV prefix) instead of prefilling the context a second time."""
     if is_hard_failure(answer):
-        return Verdict(False, "hard_failure")
-    if wrong_owner(question, answer, context):
-        return Verdict(False, "wrong_owner")
+        return Verdict(False, "hard_failure", judge="skipped: hard failure")
+    if rule_quoted(answer, context):
+        return Verdict(True, "rule_verdict", judge="skipped: verdict quotes a rule from the context")
+    why = ownership(question, answer, context)
+    if why is not None:
+        return Verdict(False, "wrong_owner", judge=f"skipped: {why}", reason=why)
     if is_short(answer):
-        return Verdict(True, "short_answer")
+        return Verdict(True, "short_answer", judge="skipped: short answer")
+    if extractive(answer, context) is not None:
+        return Verdict(True, "extractive", judge="skipped: extractive span of a context line")
     if llm is not None:
-        messages = [
-            {"role": "system", "content": prompts.render("validator_system")},
-            {"role": "user", "content": prompts.render(
-                "validator_user", question=question, context=context[:CONTEXT_CHARS], answer=answer)},
-        ]
+        if prefix:
+            messages = judge_messages(prefix, answer)
+        else:
+            messages = [
+                {"role": "system", "content": prompts.render("validator_system")},
+                {"role": "user", "content": prompts.render(
+                    "validator_user", question=question, context=context[:CONTEXT_CHARS], answer=answer)},
+            ]
         try:
             result = llm.complete_json(messages, _JUDGE_SCHEMA, max_tokens=8)
-            return Verdict(result.value == "yes", "judge", tokens=result.prompt_tokens + result.completion_tokens)
+            return Verdict(result.value == "yes", "judge", tokens=result.prompt_tokens + result.completion_tokens,
+                           judge="ran (shared prefix)" if prefix else "ran",
+                           cached_tokens=getattr(result, "cached_tokens", 0))
         except (SchemaError, ContextTooLong):
             pass  # fall through to the deterministic check below (counted by the caller via the stage)
     score = overlap(answer, context)
-    return Verdict(score >= OVERLAP_TAU, "overlap", score)
+    return Verdict(score >= OVERLAP_TAU, "overlap", score,
+                   judge="skipped: no model" if llm is None else "failed: overlap fallback")

@@ -12,6 +12,9 @@
 - ``repack=False`` loads without llama.cpp's extra CPU buffer types (repacked / AMX weights), which
   crash on some CPUs; :mod:`edgemem.runtime.repack` decides which one a machine gets.
 - One ``Llama`` serves one call at a time: calls are serialised by a lock (and by the scheduler).
+- Cancellation (:func:`edgemem.runtime.scheduler.cancel_scope`): a generation stops at its next
+  token; a prefill is aborted between compute-graph nodes through llama.cpp's abort callback
+  (installed for the prefill only: it is a Python call per graph node). Either raises ``Cancelled``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np
 
 from edgemem.errors import ContextTooLong, ModelError, SchemaError
 from edgemem.runtime.prefix_cache import KVPrefixes, common_prefix
+from edgemem.runtime.scheduler import Cancelled, current_cancel
 from edgemem.runtime.schema import validate
 
 log = logging.getLogger(__name__)
@@ -120,6 +124,32 @@ class LlamaCppLLM:
         self._lock = threading.Lock()
         self._grammars: dict[str, Any] = {}
         self._formatter, self.template_source = _formatter(self._llama, chat_format)
+        self._abort_event: threading.Event | None = None  # what the abort callback watches
+        self._abort_cb: Any = None  # the ctypes callback, kept alive while installed
+
+    # -- cancellation -----------------------------------------------------------------------------
+    def _abort_during_prefill(self, event: threading.Event | None) -> None:
+        """Let llama.cpp abort a prompt evaluation once ``event`` is set (None uninstalls)."""
+        if self._abort_cb is None and event is None:
+            return
+        try:
+            import llama_cpp
+
+            ctx = self._llama._ctx.ctx
+            if event is None:
+                llama_cpp.llama_set_abort_callback(ctx, llama_cpp.ggml_abort_callback(), None)
+                self._abort_cb = self._abort_event = None
+                return
+            if self._abort_cb is None:
+                def aborted(_data: Any) -> bool:
+                    watched = self._abort_event
+                    return bool(watched is not None and watched.is_set())
+
+                self._abort_cb = llama_cpp.ggml_abort_callback(aborted)
+                llama_cpp.llama_set_abort_callback(ctx, self._abort_cb, None)
+            self._abort_event = event
+        except (AttributeError, TypeError) as exc:  # another llama-cpp-python: stop at tokens only
+            log.debug("no llama.cpp abort callback (%s); a prefill runs to its end", exc)
 
     # -- tokens ---------------------------------------------------------------------------------
     def count_tokens(self, text: str) -> int:
@@ -148,39 +178,65 @@ class LlamaCppLLM:
         if len(tokens) + max_tokens > self.n_ctx:
             raise ContextTooLong(len(tokens) + max_tokens, self.n_ctx)
         stops = [*template_stop, *(stop or [])]
+        cancel = current_cancel()
+        if cancel is not None and cancel.is_set():
+            raise Cancelled(stage="prefill")
         with self._lock:
             start = time.perf_counter()
-            arr = np.asarray(tokens, dtype=np.intc)
-            live = common_prefix(np.asarray(self._llama._input_ids, dtype=np.intc), arr)
-            restored = self.prefixes.prepare(arr, live) if self.prefixes is not None else 0
-            # Prompt tokens this call does not evaluate (llama-cpp-python re-evaluates the last
-            # token when the whole prompt is cached).
-            reused = min(live + restored, max(len(tokens) - 1, 0))
             first: float | None = None
             parts: list[str] = []
             finish = "stop"
             n_out = 0
-            for chunk in self._llama.create_completion(
-                prompt=tokens,
-                max_tokens=max_tokens,
-                temperature=0.0,
-                top_k=1,
-                repeat_penalty=1.0,
-                stop=stops or None,
-                grammar=grammar,
-                stream=True,
-            ):
-                if first is None:
-                    first = time.perf_counter()
-                choice = chunk["choices"][0]
-                piece = choice.get("text") or ""
-                if piece:
-                    n_out += 1
-                    parts.append(piece)
-                    if on_token is not None:
-                        on_token(piece)
-                if choice.get("finish_reason"):
-                    finish = choice["finish_reason"]
+            self._abort_during_prefill(cancel)
+            try:
+                arr = np.asarray(tokens, dtype=np.intc)
+                live = common_prefix(np.asarray(self._llama._input_ids, dtype=np.intc), arr)
+                restored = self.prefixes.prepare(arr, live) if self.prefixes is not None else 0
+                # Prompt tokens this call does not evaluate (llama-cpp-python re-evaluates the last
+                # token when the whole prompt is cached).
+                reused = min(live + restored, max(len(tokens) - 1, 0))
+                chunks = self._llama.create_completion(
+                    prompt=tokens,
+                    max_tokens=max_tokens,
+                    temperature=0.0,
+                    top_k=1,
+                    repeat_penalty=1.0,
+                    stop=stops or None,
+                    grammar=grammar,
+                    stream=True,
+                )
+                try:
+                    for chunk in chunks:
+                        if first is None:
+                            first = time.perf_counter()
+                            self._abort_during_prefill(None)  # generating: checked per token below
+                        if cancel is not None and cancel.is_set():
+                            break  # the generator is closed below: llama.cpp stops here
+                        choice = chunk["choices"][0]
+                        piece = choice.get("text") or ""
+                        if piece:
+                            n_out += 1
+                            parts.append(piece)
+                            if on_token is not None:
+                                on_token(piece)
+                        if choice.get("finish_reason"):
+                            finish = choice["finish_reason"]
+                finally:
+                    chunks.close()
+            except Cancelled as exc:  # raised by on_token: its caller stopped listening
+                exc.completion_tokens = exc.completion_tokens or n_out
+                exc.stage = exc.stage or "generate"
+                raise
+            except RuntimeError:  # llama_decode returned 2: the prefill was aborted
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled(stage="prefill", completion_tokens=n_out) from None
+                raise
+            finally:
+                self._abort_during_prefill(None)
+            if cancel is not None and cancel.is_set():
+                stage = "prefill" if first is None else "generate"
+                log.info("generation cancelled after %d of at most %d tokens", n_out, max_tokens)
+                raise Cancelled(stage=stage, completion_tokens=n_out)
             end = time.perf_counter()
         first = first or end
         text = "".join(parts)

@@ -7,8 +7,11 @@ same model seen at two priorities (DESIGN Principle 4).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +62,7 @@ class Runtime:
         self._embed_lock = threading.Lock()  # loading the embedder must not wait for the model
         self._llm_sched = Scheduler("llm")
         self._embed_sched = Scheduler("embed")
+        self._activity = _Activity()
         self.llm_state = "ready" if llm is not None else "not loaded"
         self.llm_error: str | None = None
         self.model_name = getattr(llm, "name", None) or settings.model
@@ -92,7 +96,7 @@ class Runtime:
 
     @property
     def interactive(self) -> Lane:
-        return self.lane(INTERACTIVE)
+        return _Tracked(self.lane(INTERACTIVE), self._activity)  # type: ignore[return-value]
 
     @property
     def background(self) -> Lane:
@@ -135,8 +139,20 @@ class Runtime:
     def embed_name(self) -> str:
         return self._embedder.name if self._embedder is not None else self.settings.embed_model
 
-    def embed(self, texts: list[str]) -> Any:
-        return self._embed_sched.call(lambda: self.embedder.embed(texts))
+    def embed(self, texts: list[str], *, priority: int = INTERACTIVE) -> Any:
+        if priority > INTERACTIVE:
+            return self._embed_sched.call(lambda: self.embedder.embed(texts), priority=priority)
+        with self._activity.hold():
+            return self._embed_sched.call(lambda: self.embedder.embed(texts), priority=priority)
+
+    def embed_background(self, texts: list[str]) -> Any:
+        """The write path's embeddings: queued behind any interactive embedding."""
+        return self.embed(texts, priority=BACKGROUND)
+
+    def interactive_busy(self) -> bool:
+        """An interactive request is using the model or the embedder, or did a moment ago (the gap
+        between the stages of one answer): the background worker waits for it to finish."""
+        return self._activity.busy()
 
     def model_info(self) -> dict[str, Any]:
         """The loaded model's CPU weight layout and prompt-cache accounting (empty before it loads)."""
@@ -159,6 +175,10 @@ class Runtime:
     def pending(self) -> dict[str, int]:
         return {"llm": self._llm_sched.pending(), "embed": self._embed_sched.pending()}
 
+    def busy(self) -> dict[str, bool]:
+        """Which workers are running a job now (the model slot is taken while ``llm`` is true)."""
+        return {"llm": self._llm_sched.busy(), "embed": self._embed_sched.busy()}
+
     def close(self) -> None:
         self._llm_sched.close(timeout=30)
         self._embed_sched.close(timeout=30)
@@ -176,6 +196,52 @@ def _manifest_file(settings: Settings) -> str | None:
         return None
     src = manifest.source if isinstance(manifest.source, dict) else {}
     return Path(src["path"]).name if manifest.kind in ("package-file", "file") and "path" in src else manifest.file
+
+
+class _Activity:
+    """Counts interactive calls in flight and remembers when the last one ended."""
+
+    GRACE_S = 1.0  # an answer's stages follow each other within this (retrieval and packing between calls)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active = 0
+        self._last = float("-inf")
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        with self._lock:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._active -= 1
+                self._last = time.monotonic()
+
+    def busy(self) -> bool:
+        return self._active > 0 or time.monotonic() - self._last < self.GRACE_S
+
+
+class _Tracked:
+    """The interactive lane, with each model call counted as interactive activity."""
+
+    CALLS = {"complete", "complete_json", "embed"}
+
+    def __init__(self, lane: Lane, activity: _Activity) -> None:
+        self._lane = lane
+        self._activity = activity
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._lane, name)
+        if name not in self.CALLS or not callable(attr):
+            return attr
+
+        def tracked(*args: Any, **kwargs: Any) -> Any:
+            with self._activity.hold():
+                return attr(*args, **kwargs)
+
+        return tracked
 
 
 class _Deferred:

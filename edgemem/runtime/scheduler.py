@@ -3,15 +3,23 @@
 Interactive calls (answering the user) run before background ones (consolidation); within a priority,
 first come first served. A model is only ever touched from its worker thread, so llama.cpp's
 one-call-at-a-time rule holds however many clients the daemon serves.
+
+Cancellation: a caller runs its work inside :func:`cancel_scope` (the daemon does, per request); a
+job carries its submitter's context to the worker thread, so a job whose request was cancelled
+while it waited is dropped unrun, and a running generation sees the event through
+:func:`check_cancelled` (the model stops at its next token, or aborts its prefill) and raises
+:class:`Cancelled`. The worker is then free for the next job at once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -24,6 +32,48 @@ BACKGROUND = 10
 
 _STOP = object()
 
+_CANCEL: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("edgemem_cancel", default=None)
+
+
+class Cancelled(BaseException):
+    """The work was cancelled by its requester (a client hung up or sent ``cancel``).
+
+    A BaseException, like ``asyncio.CancelledError``: the read path's fallbacks (``except Exception``
+    around a model call, e.g. a router falling back to its heuristic) must not swallow it.
+    ``completion_tokens`` is what the stopped generation had produced (0 when none was running).
+    """
+
+    def __init__(self, message: str = "cancelled", *, completion_tokens: int = 0, stage: str | None = None) -> None:
+        super().__init__(message)
+        self.completion_tokens = completion_tokens
+        self.stage = stage
+
+
+@contextlib.contextmanager
+def cancel_scope(event: threading.Event) -> Iterator[threading.Event]:
+    """Work done in this block (and model jobs it submits) stops once ``event`` is set."""
+    token = _CANCEL.set(event)
+    try:
+        yield event
+    finally:
+        _CANCEL.reset(token)
+
+
+def current_cancel() -> threading.Event | None:
+    """The cancel event of the work running now (on a worker thread: of the job's submitter)."""
+    return _CANCEL.get()
+
+
+def cancelled() -> bool:
+    event = _CANCEL.get()
+    return event is not None and event.is_set()
+
+
+def check_cancelled(stage: str | None = None) -> None:
+    """Raise :class:`Cancelled` if the work running now was cancelled."""
+    if cancelled():
+        raise Cancelled(stage=stage)
+
 
 class Scheduler:
     def __init__(self, name: str) -> None:
@@ -31,6 +81,7 @@ class Scheduler:
         self._queue: queue.PriorityQueue = queue.PriorityQueue()
         self._seq = itertools.count()
         self._closed = False
+        self.running = 0  # 1 while a job runs on the worker
         self._thread = threading.Thread(target=self._run, name=f"edgemem-{name}", daemon=True)
         self._thread.start()
 
@@ -38,11 +89,27 @@ class Scheduler:
         if self._closed:
             raise RuntimeError(f"scheduler {self.name} is closed")
         future: Future = Future()
-        self._queue.put((priority, next(self._seq), fn, args, kwargs, future))
+        # The submitter's context travels with the job: its cancel event, above all.
+        context = contextvars.copy_context()
+        self._queue.put((priority, next(self._seq), fn, (context, args), kwargs, future))
         return future
 
     def call(self, fn: Callable[..., T], *args: Any, priority: int = INTERACTIVE, **kwargs: Any) -> T:
-        return self.submit(fn, *args, priority=priority, **kwargs).result()
+        future = self.submit(fn, *args, priority=priority, **kwargs)
+        event = _CANCEL.get()
+        if event is None:
+            return future.result()
+        # A cancelled caller stops waiting for a job still queued (the worker drops it unrun).
+        while True:
+            try:
+                return future.result(timeout=0.05)
+            except TimeoutError:
+                if event.is_set() and future.cancel():
+                    raise Cancelled(stage="queued") from None
+
+    def busy(self) -> bool:
+        """A job is running on the worker now."""
+        return self.running > 0
 
     def alive(self) -> bool:
         return self._thread.is_alive()
@@ -52,16 +119,23 @@ class Scheduler:
 
     def _run(self) -> None:
         while True:
-            priority, _, fn, args, kwargs, future = self._queue.get()
+            priority, _, fn, (context, args), kwargs, future = self._queue.get()
             if fn is _STOP:
                 future.set_result(None)
                 return
             if not future.set_running_or_notify_cancel():
                 continue
+            event = context.get(_CANCEL)
+            if event is not None and event.is_set():  # its requester is gone: do not run it
+                future.set_exception(Cancelled(stage="queued"))
+                continue
+            self.running = 1
             try:
-                future.set_result(fn(*args, **kwargs))
+                future.set_result(context.run(fn, *args, **kwargs))
             except BaseException as exc:  # handed to the caller, who decides
                 future.set_exception(exc)
+            finally:
+                self.running = 0
 
     def close(self, timeout: float | None = None) -> None:
         """Finish queued work, then stop the worker (the stop sentinel sorts after everything)."""
@@ -69,7 +143,7 @@ class Scheduler:
             return
         self._closed = True
         done: Future = Future()
-        self._queue.put((1 << 30, next(self._seq), _STOP, (), {}, done))
+        self._queue.put((1 << 30, next(self._seq), _STOP, (None, ()), {}, done))
         self._thread.join(timeout)
 
 

@@ -181,6 +181,17 @@ def test_why_text_marks_the_escalation_and_an_abstention() -> None:
     assert "total     1234.5 ms" in lines
 
 
+def test_why_text_says_an_answer_was_cancelled() -> None:
+    trace = {"id": "q2", "created_at": "2024-05-01T10:00:00", "question": "q?", "answer": "The",
+             "data": {"route_tag": "targeted-extraction", "route_layer": "classifier", "tier": 2, "cancelled": True,
+                      "cancelled_at": "generate", "completion_tokens": 1, "notes_found": 8, "notes_packed": 3,
+                      "stages": {"route": {"ms": 1.0, "tokens": 0}}}}
+    lines = display.why_text(trace).splitlines()
+    assert any(x.startswith("notes") and x.endswith("8 found, 3 packed") for x in lines)
+    assert any(x.startswith("verdict") and x.endswith("cancelled by the client during generate, after 1 generated token(s)")
+               for x in lines)
+
+
 def test_models_list_has_a_header_row() -> None:
     ran = cli("models", "list")
     lines = ran.out.splitlines()

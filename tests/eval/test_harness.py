@@ -506,3 +506,43 @@ def test_a_longmemeval_answer_that_depends_on_question_date(tmp_path, settings, 
 
     with Store(out / "stores" / "q-june.db", embed_model=embedder.name, dim=embedder.dim) as store:
         assert traces.get(store.conn, records["q-june"]["query_id"])["data"]["reference_date"] == "2023-06-20"
+
+
+def test_systems_and_oracle_evidence_answer_the_same_questions_on_shared_stores(tmp_path, settings, embedder,
+                                                                                monkeypatch):
+    """--system edgemem,rag --evidence both: four systems per question, one ingestion, a comparison table;
+    the oracle variants read exactly the notes of the gold evidence turns, and a second run reuses the
+    stores folder instead of ingesting again."""
+    path = locomo_file(tmp_path / "synthetic-locomo.json")
+    stores = tmp_path / "stores"
+    llm = answering_llm()
+    cfg = config(path, tmp_path / "run", system="edgemem,rag", evidence="both", only=["syn-1"], stores=stores)
+    summary = run_locomo(cfg, settings, llm, embedder)
+
+    records = read_records(tmp_path / "run")
+    variants = ["edgemem", "rag", "edgemem@oracle", "rag@oracle"]
+    assert [r["system"] for r in records[:4]] == variants
+    assert len(records) == 4 * len(QA)
+    by = {(r["system"], r["question"]): r for r in records}
+    camping = by[("rag@oracle", "Where did Melanie go camping?")]
+    assert camping["packed_dia_ids"] == ["D2:1"] and camping["prediction"] == "Lake Tahoe"
+    oracle = by[("edgemem@oracle", "Where did Melanie go camping?")]
+    assert oracle["retrieved_dia_ids"] == ["D2:1"]
+    trap = by[("rag@oracle", "What did Caroline's brother paint?")]
+    assert trap["prediction"] == ABSTAIN and trap["packed_dia_ids"] == trap["evidence"] == ["D1:2"]
+    assert set(summary["systems"]) == set(variants)
+    assert summary["systems"]["rag@oracle"]["overall"]["n"] == len(QA)
+    assert "systems compared on the same questions and stores" in summary["table"]
+    assert summary["systems"]["rag"]["answerable_abstention_rate"] == 0.0
+    assert (stores / "syn-1.db").exists() and not (tmp_path / "run" / "stores" / "syn-1.db").exists()
+
+    def no_ingest(*_args, **_kwargs):
+        raise AssertionError("the shared store was ingested again")
+
+    monkeypatch.setattr(harness, "_ingest", no_ingest)
+    again = run_locomo(config(path, tmp_path / "run2", only=["syn-1"], stores=stores), settings, answering_llm(), embedder)
+    assert again["run"]["ingest"]["syn-1"]["turns"] == 8 and again["run"]["n"] == len(QA)
+    # A store built with other write-path steps is not reused.
+    with pytest.raises(AssertionError, match="ingested again"):
+        run_locomo(config(path, tmp_path / "run3", only=["syn-1"], stores=stores, steps="default"), settings,
+                   answering_llm(), embedder)

@@ -7,18 +7,10 @@ import pytest
 from edgemem.engine import Engine
 from edgemem.recall import pipeline
 from edgemem.recall.pipeline import ABSTAIN
-from edgemem.recall.router import Route
 from edgemem.runtime.fake import ScriptedLLM
+from recall_fakes import FixedRouter
 
 
-class FixedRouter:
-    """Same protocol as recall.router.Router; always answers one tag."""
-
-    def __init__(self, tag: str) -> None:
-        self.tag = tag
-
-    def route(self, question: str) -> Route:
-        return Route(self.tag, "rules", 1.0, {})
 
 
 @pytest.fixture
@@ -108,4 +100,4 @@ def test_engine_ask_records_a_trace_for_why(engine) -> None:
     trace = eng.why(answer.query_id)
     assert trace["answer"] == answer.text and trace["data"]["system"] == "edgemem"
     assert trace["route_tag"] in {"targeted-extraction", "profile-injection", "conflict-resolution"}
-    assert trace["route_layer"] in {"rules", "knn", "model", "heuristic"}
+    assert trace["route_layer"] in {"rules", "classifier", "model", "fallback"}

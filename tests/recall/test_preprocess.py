@@ -223,7 +223,11 @@ def test_counting_questions_get_counts_of_their_content_words() -> None:
         ev(3, "Melanie told me about camping.", "2023-06-02T10:00:00", "Caroline", session="C"),
     ]
     prepared = diversify("How many times did Melanie go camping?", evidence)
-    assert prepared.facts == ["'camping' is mentioned 3 times in 3 notes from 3 sessions"]  # 'Melanie' is a speaker
+    # 'Melanie' is a speaker, so only 'camping' is counted: distinct events first, then the mentions.
+    assert prepared.facts == [
+        "distinct events of 'camping' (a repeat counts once): 3 — We went camping at the lake (1 May 2023),"
+        " Camping again with the kids (1 June 2023), Melanie told me about camping (2 June 2023);"
+        " 'camping' is mentioned 3 times in 3 notes from 3 sessions"]
     assert diversify("What does Melanie like about camping?", evidence).facts == []
 
 

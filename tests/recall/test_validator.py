@@ -28,7 +28,7 @@ def test_an_answer_about_someone_elses_thing_is_rejected() -> None:
 def test_short_answers_pass_and_long_ones_go_to_the_judge() -> None:
     assert validate("When did Melanie run the race?", "6 May 2023", CONTEXT, None).stage == "short_answer"
     llm = ScriptedLLM(['"no"'])
-    long = "Melanie ran a charity race for mental health on the Saturday before 8 May 2023."
+    long = "Melanie ran a charity race for mental health to raise money for her local hospital."
     verdict = validate("What did Melanie do?", long, CONTEXT, llm)
     assert (verdict.grounded, verdict.stage) == (False, "judge") and llm.calls[0].max_tokens == 8
 

@@ -1,0 +1,51 @@
+"""Which evaluation conversations are for tuning and which for checking.
+
+The split is by conversation, never by question. Every question of a conversation is answered
+from the same history: a threshold, prompt or rule tuned on some of its questions has already
+been fitted to that history (its names, its dates, its phrasing), so the other questions of the
+same conversation no longer measure anything the tuning did not see. A *check* conversation
+therefore contributes nothing to tuning: no thresholds, no prompt wording, and no router
+examples (``recall/data/router_examples.jsonl`` must never hold a question from a check
+conversation, nor a paraphrase of one).
+
+LoCoMo: ``conv-26`` and ``conv-30`` were already used for tuning in earlier work, so they can
+only be *tune*; ``conv-41`` joins them. ``conv-42``, ``conv-43`` and ``conv-44`` are *check*.
+The personal set (``eval/data/personal.json``): two personas tune, two check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from edgemem.errors import BadInput
+
+TUNE = "tune"
+CHECK = "check"
+
+SPLITS: dict[str, str] = {
+    "conv-26": TUNE,
+    "conv-30": TUNE,
+    "conv-41": TUNE,
+    "conv-42": CHECK,
+    "conv-43": CHECK,
+    "conv-44": CHECK,
+    "persona-maya": TUNE,
+    "persona-tom": TUNE,
+    "persona-priya": CHECK,
+    "persona-jonas": CHECK,
+}
+
+
+def split_of(sample_id: str) -> str:
+    """``"tune"`` or ``"check"`` for a known conversation; BadInput for any other id."""
+    try:
+        return SPLITS[sample_id]
+    except (KeyError, TypeError):
+        raise BadInput(f"conversation {sample_id!r} is in no evaluation split; known: {', '.join(SPLITS)}") from None
+
+
+def samples_in(split: str, sample_ids: Iterable[str]) -> list[str]:
+    """The ids among ``sample_ids`` that belong to ``split``, in their order (unknown ids raise)."""
+    if split not in (TUNE, CHECK):
+        raise BadInput(f"unknown split {split!r}; expected {TUNE!r} or {CHECK!r}")
+    return [sid for sid in sample_ids if split_of(sid) == split]

@@ -1,0 +1,151 @@
+"""Tense- and plan-aware resolution of dates without a year, ranges, ordinals and durations
+(DESIGN.md Principle 6), with exact expected values. See the conventions in edgemem.ingest.dates."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+import pytest
+
+from edgemem.ingest.dates import ResolvedDate, annotate, resolve_dates
+
+MON_19_JAN_2026 = datetime(2026, 1, 19, 10, 0)
+SAT_30_MAY_2026 = datetime(2026, 5, 30, 9, 0)
+WED_15_JUL_2026 = datetime(2026, 7, 15, 9, 0)
+
+
+def spans(text: str, when: datetime) -> list[tuple[str, date, date, str]]:
+    return [(d.phrase, d.start, d.end, d.label()) for d in resolve_dates(text, when)]
+
+
+# (text, event time, [(phrase, start, end, label)])
+CASES = [
+    # The target of an arrangement lies ahead, even after a past-tense verb.
+    ("I booked flights for 16 September", MON_19_JAN_2026,
+     [("16 September", date(2026, 9, 16), date(2026, 9, 16), "16 September 2026")]),
+    ("We moved the party to 26 September", MON_19_JAN_2026,
+     [("26 September", date(2026, 9, 26), date(2026, 9, 26), "26 September 2026")]),
+    ("I went to Lisbon on 16 September", MON_19_JAN_2026,
+     [("16 September", date(2025, 9, 16), date(2025, 9, 16), "16 September 2025")]),
+    ("The dentist moved me to the 16th", datetime(2026, 3, 2, 9, 0),
+     [("the 16th", date(2026, 3, 16), date(2026, 3, 16), "16 March 2026")]),
+    # Future / plan: the coming occurrence. Past: the one gone.
+    ("My sister is getting married in Porto on 20 June", MON_19_JAN_2026,
+     [("20 June", date(2026, 6, 20), date(2026, 6, 20), "20 June 2026")]),
+    ("My sister got married in Porto on 20 June", MON_19_JAN_2026,
+     [("20 June", date(2025, 6, 20), date(2025, 6, 20), "20 June 2025")]),
+    ("I'm flying to Lisbon on 2 May", MON_19_JAN_2026,
+     [("2 May", date(2026, 5, 2), date(2026, 5, 2), "2 May 2026")]),
+    ("The party is held on 3 March", MON_19_JAN_2026,  # "is held": a participle, not a past tense
+     [("3 March", date(2026, 3, 3), date(2026, 3, 3), "3 March 2026")]),
+    ("I will see them on 10 January", MON_19_JAN_2026,  # future tense: next year's
+     [("10 January", date(2027, 1, 10), date(2027, 1, 10), "10 January 2027")]),
+    # No tense at all: the nearest occurrence, ties ahead.
+    ("Leaving 18 June, back 22 June", SAT_30_MAY_2026,
+     [("18 June", date(2026, 6, 18), date(2026, 6, 18), "18 June 2026"),
+      ("22 June", date(2026, 6, 22), date(2026, 6, 22), "22 June 2026")]),
+    ("The wedding is on 20 June", WED_15_JUL_2026,  # mid-July: the June just gone
+     [("20 June", date(2026, 6, 20), date(2026, 6, 20), "20 June 2026")]),
+    ("The wedding is on 20 June", MON_19_JAN_2026,
+     [("20 June", date(2026, 6, 20), date(2026, 6, 20), "20 June 2026")]),
+    ("The market is in April", MON_19_JAN_2026,
+     [("April", date(2026, 4, 1), date(2026, 4, 30), "April 2026")]),
+    ("The market is in August", MON_19_JAN_2026,  # nearer the August that ended 141 days ago
+     [("August", date(2025, 8, 1), date(2025, 8, 31), "August 2025")]),
+    ("Birthday dinner on 1 July", datetime(2026, 1, 1),  # 181 days back, 181 ahead: a tie goes ahead
+     [("1 July", date(2026, 7, 1), date(2026, 7, 1), "1 July 2026")]),
+    ("I have felt better since March", MON_19_JAN_2026,  # "since": a start already passed
+     [("March", date(2025, 3, 1), date(2025, 3, 31), "March 2025")]),
+    # Weekdays in a plan.
+    ("dentist on Thursday", MON_19_JAN_2026,
+     [("Thursday", date(2026, 1, 22), date(2026, 1, 22), "22 January 2026")]),
+    ("I had the dentist on Thursday", MON_19_JAN_2026,
+     [("Thursday", date(2026, 1, 15), date(2026, 1, 15), "15 January 2026")]),
+    # Ranges: one span.
+    ("We are going 18 to 22 June", MON_19_JAN_2026,
+     [("18 to 22 June", date(2026, 6, 18), date(2026, 6, 22), "18–22 June 2026")]),
+    ("We went 18 to 22 June", MON_19_JAN_2026,
+     [("18 to 22 June", date(2025, 6, 18), date(2025, 6, 22), "18–22 June 2025")]),
+    ("Porto trip 18-22 June", MON_19_JAN_2026,
+     [("18-22 June", date(2026, 6, 18), date(2026, 6, 22), "18–22 June 2026")]),
+    ("Staying from 18 June to 22 June", MON_19_JAN_2026,
+     [("18 June to 22 June", date(2026, 6, 18), date(2026, 6, 22), "18–22 June 2026")]),
+    ("Conference June 18–22", MON_19_JAN_2026,
+     [("June 18–22", date(2026, 6, 18), date(2026, 6, 22), "18–22 June 2026")]),
+    ("Visiting between 3 and 5 March", MON_19_JAN_2026,
+     [("3 and 5 March", date(2026, 3, 3), date(2026, 3, 5), "3–5 March 2026")]),
+    ("Away 30 June to 2 July", MON_19_JAN_2026,
+     [("30 June to 2 July", date(2026, 6, 30), date(2026, 7, 2), "30 June–2 July 2026")]),
+    ("We were away from 30 December to 2 January", MON_19_JAN_2026,  # across the year boundary
+     [("30 December to 2 January", date(2025, 12, 30), date(2026, 1, 2), "30 December 2025–2 January 2026")]),
+    ("We're off 30 December to 2 January", datetime(2025, 11, 19),
+     [("30 December to 2 January", date(2025, 12, 30), date(2026, 1, 2), "30 December 2025–2 January 2026")]),
+    ("Booked 18–22 June 2027", MON_19_JAN_2026,
+     [("18–22 June 2027", date(2027, 6, 18), date(2027, 6, 22), "18–22 June 2027")]),
+    # A day of the month alone.
+    ("Dentist on the 14th", datetime(2026, 1, 5),
+     [("the 14th", date(2026, 1, 14), date(2026, 1, 14), "14 January 2026")]),
+    ("Dentist on the 3rd", datetime(2026, 1, 28),  # nearest: 3 February, not 3 January
+     [("the 3rd", date(2026, 2, 3), date(2026, 2, 3), "3 February 2026")]),
+    ("I saw the dentist on the 14th", datetime(2026, 2, 2),
+     [("the 14th", date(2026, 1, 14), date(2026, 1, 14), "14 January 2026")]),
+    ("I'll be there from the 14th to the 18th", datetime(2026, 3, 10),
+     [("the 14th to the 18th", date(2026, 3, 14), date(2026, 3, 18), "14–18 March 2026")]),
+    # Durations ahead.
+    ("The results come in six months", MON_19_JAN_2026,
+     [("in six months", date(2026, 7, 1), date(2026, 7, 31), "July 2026")]),
+    ("I start the new job in 3 weeks", datetime(2026, 1, 7),
+     [("in 3 weeks", date(2026, 1, 28), date(2026, 1, 28), "28 January 2026")]),
+    ("The visa arrives in 10 days", datetime(2025, 12, 28),
+     [("in 10 days", date(2026, 1, 7), date(2026, 1, 7), "7 January 2026")]),
+    ("I'm off for two weeks from Monday", datetime(2026, 1, 22),
+     [("two weeks from Monday", date(2026, 1, 26), date(2026, 2, 8), "26 January–8 February 2026")]),
+    ("The results come two weeks from Monday", datetime(2026, 1, 22),
+     [("two weeks from Monday", date(2026, 2, 9), date(2026, 2, 9), "9 February 2026")]),
+]
+
+
+@pytest.mark.parametrize("text, when, expected", CASES)
+def test_plans_ranges_and_durations(text, when, expected):
+    assert spans(text, when) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "on the 14th floor",
+        "my 18th birthday",
+        "the 20th century",
+        "my Friday class is fun",
+        "I do yoga on Fridays",
+        "we finished it in two weeks",
+        "scored 2-1 in the final",
+    ],
+)
+def test_still_no_false_positives(text):
+    assert resolve_dates(text, MON_19_JAN_2026) == []
+
+
+def test_on_18_june_and_22_june_are_two_dates():
+    assert [d.label() for d in resolve_dates("I fly on 18 June and 22 June", MON_19_JAN_2026)] == [
+        "18 June 2026", "22 June 2026",
+    ]
+
+
+def test_annotate_writes_ranges_with_a_dash():
+    assert annotate("We are going 18 to 22 June", MON_19_JAN_2026) == (
+        "We are going 18 to 22 June [18–22 June 2026]"
+    )
+    text = "My sister is getting married in Porto on 20 June. Dentist on Thursday."
+    once = annotate(text, MON_19_JAN_2026)
+    assert once == (
+        "My sister is getting married in Porto on 20 June [20 June 2026]. "
+        "Dentist on Thursday [22 January 2026]."
+    )
+    assert annotate(once, MON_19_JAN_2026) == once
+
+
+def test_a_range_keeps_its_span_in_iso_form():
+    found = resolve_dates("We are going 18 to 22 June", MON_19_JAN_2026)[0]
+    assert found == ResolvedDate("18 to 22 June", date(2026, 6, 18), date(2026, 6, 22), "day", False, True)
+    assert found.iso() == ("2026-06-18", "2026-06-22")

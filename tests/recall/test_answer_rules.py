@@ -1,0 +1,112 @@
+"""Constraint-validation verdicts decided in code from the stored rules (DESIGN Principle 2), on a
+real store with real embeddings; the scripted model has no replies, so any model call would fail."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgemem.engine import Engine
+from edgemem.recall import pipeline
+from edgemem.recall.answer import rule_verdict
+from edgemem.recall.evidence import Evidence
+from edgemem.recall.validator import validate
+from edgemem.runtime.fake import ScriptedLLM
+from recall_fakes import FixedRouter
+
+
+
+
+@pytest.fixture
+def engine(settings, embedder):
+    llm = ScriptedLLM()
+    eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
+    ids = {}
+    for when, text in [
+        ("2024-05-02T09:00:00", "Never schedule meetings on Fridays."),
+        ("2024-05-03T09:00:00", "I'm allergic to peanuts."),
+        ("2024-05-04T09:00:00", "Don't book calls before 10am."),
+        ("2024-05-05T09:00:00", "We met Ana for lunch on Friday and talked about her new job."),
+        ("2024-05-06T09:00:00", "The team meeting moved to the big room."),
+    ]:
+        ids[text] = eng.remember(text, when=when, process=True)["notes"][0]
+    yield eng, llm, ids
+    eng.close()
+
+
+def ask(eng, llm, question, tag="constraint-validation"):
+    return pipeline.run(eng.store.conn, question, llm=llm, embed=eng.runtime.embed, router=FixedRouter(tag))
+
+
+def test_a_proposal_against_a_stored_rule_is_answered_no_citing_only_the_rule(engine) -> None:
+    eng, llm, ids = engine
+    out = ask(eng, llm, "Can we meet on Friday?")
+    assert out.text == "No — Never schedule meetings on Fridays."
+    assert out.note_ids == [ids["Never schedule meetings on Fridays."]]
+    assert out.trace["stages"]["validate0"]["stage"] == "rule_verdict"
+    assert out.trace["cite_reason"] == "rule" and not llm.calls  # decided in code, accepted without a judge
+
+
+def test_another_day_or_time_is_not_ruled_out(engine) -> None:
+    eng, llm, ids = engine
+    out = ask(eng, llm, "Can we meet on Thursday?")
+    assert out.text == 'Yes — nothing in your rules rules it out (closest: "Never schedule meetings on Fridays.")'
+    assert out.note_ids == [ids["Never schedule meetings on Fridays."]] and not llm.calls
+    out = ask(eng, llm, "Can we have a call at 9am on Tuesday?")
+    assert out.text == "No — Don't book calls before 10am."
+    assert out.note_ids == [ids["Don't book calls before 10am."]]
+
+
+def test_the_verdict_holds_after_escalation_to_another_tag(engine) -> None:
+    eng, llm, ids = engine
+    out = ask(eng, llm, "Is it ok to order the pad thai with peanuts?", tag="targeted-extraction")
+    assert out.text == "No — I'm allergic to peanuts." and out.note_ids == [ids["I'm allergic to peanuts."]]
+
+
+def test_no_rule_about_the_proposal_leaves_it_to_the_model(engine) -> None:
+    eng, llm, _ = engine
+    llm.enqueue("Yes — no rule in your notes is about sushi.", '"yes"')
+    out = ask(eng, llm, "Can I eat sushi tonight?")
+    assert out.text == "Yes — no rule in your notes is about sushi."
+    assert len(llm.calls) == 2 and out.trace["stages"]["validate0"]["judge"] == "ran (shared prefix)"
+
+
+RULES = [
+    Evidence(-1_000_007, "user — rule: never schedule meetings on Fridays (rule)", "2024-06-01", kind="profile"),
+    Evidence(5, "Rule: never schedule meetings on Fridays.", "2024-06-01T10:00:00", score=0.8),
+    Evidence(8, "I only drink decaf coffee.", "2024-06-01T10:00:00", score=0.5),
+    Evidence(9, "We went to the park on Friday.", "2024-06-01T10:00:00", score=0.5),
+]
+
+
+def test_rule_verdicts_by_polarity_and_overlap() -> None:
+    v = rule_verdict("Can we meet on Friday?", RULES)
+    assert v.text == "No — Rule: never schedule meetings on Fridays." and [e.note_id for e in v.rules] == [5, -1_000_007]
+    assert rule_verdict("Can I drink decaf coffee?", RULES).text == "Yes — I only drink decaf coffee."
+    assert rule_verdict("Can I drink regular coffee?", RULES).text == "No — I only drink decaf coffee."
+    assert rule_verdict("Can we go to the park on Friday?", RULES) is None  # a statement, not a rule
+    assert rule_verdict("Can I eat meat?", [Evidence(1, "Never eat meat on Fridays.", "")]) is None  # it depends
+    assert rule_verdict("What are my rules about meetings?", RULES) is None  # not a proposal
+
+
+def test_the_validator_accepts_a_verdict_only_with_the_rule_verbatim() -> None:
+    context = "(2 May 2024) Never schedule meetings on Fridays."
+    assert validate("Can we meet on Friday?", "No — Never schedule meetings on Fridays.", context, None).stage == "rule_verdict"
+    judge = ScriptedLLM(['"no"'])
+    made_up = validate("Can we meet on Friday?", "No — Fridays are reserved for deep focus work and planning.", context, judge)
+    assert (made_up.stage, made_up.grounded, len(judge.calls)) == ("judge", False, 1)
+
+
+@pytest.mark.parametrize("question, proposal", [
+    ("Can we meet on Friday?", True),
+    ("Is a 9am stand-up on a Thursday OK for me?", True),
+    ("Is it ok to order the pad thai with peanuts?", True),
+    ("Is a wine-tasting tour a good idea for Lisbon?", True),
+    ("Kwame wants the sync on Friday at 7:30pm. OK with me?", True),
+    ("Is Sam on day shifts?", False),  # a fact asked yes/no, not a proposal
+    ("Do I like jazz?", False),
+    ("What should I bring to Ana's birthday?", False),
+])
+def test_a_proposal_asks_whether_to_do_something(question, proposal):
+    from edgemem.recall.answer import is_proposal
+
+    assert is_proposal(question) is proposal

@@ -1,0 +1,69 @@
+"""The general ownership check: the answer's line must be about the owner the question names."""
+
+from __future__ import annotations
+
+
+from edgemem.engine import Engine
+from edgemem.recall import pipeline
+from edgemem.recall.pipeline import ABSTAIN
+from edgemem.recall.validator import owner_of, ownership, validate
+from edgemem.runtime.fake import ScriptedLLM
+from recall_fakes import FixedRouter
+
+USER_NOTES = (
+    "(1 June 2024) My name is Sam Rivera.\n"
+    "(2 June 2024) Biscuit loves the dog park by the river.\n"
+    "(3 June 2024) I'm reading The Phoenix Project by Gene Kim.\n"
+    "(4 June 2024) I'm leading the Atlas migration at work.\n"
+    "(5 June 2024) user — name: Sam Rivera (identity)"
+)
+
+
+def test_owner_of_reads_possessives_self_and_speakers() -> None:
+    assert owner_of("What is the name of Biscuit's vet?").name == "Biscuit"
+    assert owner_of("What is the name of Biscuit's vet?").thing == "vet"
+    assert owner_of("What's my sister's favourite flower?").name == "sister"  # "What's" is a contraction
+    mine = owner_of("What project am I leading at work?")
+    assert mine.name is None and not mine.possessive
+    assert owner_of("Why did Caroline get into running?", {"Caroline", "Melanie"}).name == "Caroline"
+    assert owner_of("What did Caroline and Melanie buy?", {"Caroline", "Melanie"}) is None
+
+
+def test_a_line_about_someone_else_does_not_answer_for_the_owner() -> None:
+    assert ownership("What is the name of Biscuit's vet?", "Sam Rivera", USER_NOTES) == "other_owner"
+    assert ownership("What is the name of Biscuit's vet?", "Biscuit", USER_NOTES) == "answer_is_owner"
+    assert ownership("Whose dog is Biscuit?", "Sam Rivera", USER_NOTES) is None  # the asker may own it
+    with_vet = USER_NOTES + "\n(6 June 2024) Biscuit's vet is Dr. Amelia Patel."
+    assert ownership("What is the name of Biscuit's vet?", "Dr. Amelia Patel", with_vet) is None
+
+
+def test_an_answer_taking_the_question_word_from_an_unrelated_line_is_refused() -> None:
+    assert ownership("What project am I leading at work?", "The Phoenix Project", USER_NOTES) == "off_topic"
+    assert ownership("What project am I leading at work?", "The Atlas migration", USER_NOTES) is None
+    verdict = validate("What project am I leading at work?", "The Phoenix Project", USER_NOTES, None)
+    assert (verdict.grounded, verdict.stage, verdict.reason) == (False, "wrong_owner", "off_topic")
+
+
+def test_my_question_needs_the_users_own_line() -> None:
+    said = "(1 June 2024, Melanie) My project is the community garden.\n(2 June 2024) I walk Biscuit every morning."
+    assert ownership("What is my project?", "the community garden", said) == "other_owner"
+    assert ownership("What is Melanie's project?", "the community garden", said) is None
+
+
+
+
+def test_a_whose_thing_question_is_refused_when_the_owner_differs(settings, embedder) -> None:
+    llm = ScriptedLLM(["Sam Rivera", "Sam Rivera"])
+    eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
+    try:
+        for when, text in [("2024-06-01T09:00:00", "My name is Sam Rivera."),
+                           ("2024-06-02T09:00:00", "Biscuit loves the dog park by the river.")]:
+            eng.remember(text, when=when, process=True)
+        out = pipeline.run(eng.store.conn, "What is the name of Biscuit's vet?", llm=llm, embed=eng.runtime.embed,
+                           router=FixedRouter("targeted-extraction"))
+        assert out.text == ABSTAIN and out.note_ids == []
+        for attempt in (0, 1):
+            stage = out.trace["stages"][f"validate{attempt}"]
+            assert (stage["stage"], stage["reason"]) == ("wrong_owner", "other_owner")
+    finally:
+        eng.close()
