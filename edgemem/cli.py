@@ -179,7 +179,10 @@ class _Printer:
             self._status("from recent turns (active context)" if layer == "active-context"
                          else f"{data.get('tag')} (decided by {layer})", replace=True)
         elif name == "notes" and not self.printed:
-            self._status(f"{data.get('packed', 0)} of {data.get('found', 0)} notes packed")
+            packed, found = data.get("packed", 0), data.get("found", 0)
+            # Tier 1 packs profile facts that retrieval did not "find": no "1 of 0".
+            noun = "note" if (found if found >= packed else packed) == 1 else "notes"
+            self._status(f"{packed} of {found} {noun} packed" if found >= packed else f"{packed} {noun} packed")
         elif name == "checking":
             if not self.printed:
                 self._status("checking…")
