@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x45444D4D  # "EDMM" in the SQLite header: marks the file as an edgemem store
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+CLOSE_WAIT_S = 5.0  # how long close() waits for the transactions in flight
 
 if hasattr(_stdlib_sqlite3.Connection, "enable_load_extension"):
     driver: Any = _stdlib_sqlite3
@@ -69,6 +70,12 @@ class Store:
         self._all: list[Any] = []
         self._lock = threading.Lock()
         self._savepoints = itertools.count()
+        # Outermost transactions in flight, and whether close() is under way: close() waits for the
+        # running ones and holds new ones back, so no thread writes through a connection being closed
+        # (a daemon cancelling an answer records its trace while shutting down).
+        self._use = threading.Condition()
+        self._active = 0
+        self._closing = False
         self._check = check_embedder
         self._open(create)
 
@@ -164,14 +171,23 @@ class Store:
                 raise
             conn.execute(f"RELEASE {name}")
             return
-        conn.execute("BEGIN IMMEDIATE")
+        with self._use:
+            self._use.wait_for(lambda: not self._closing)
+            self._active += 1
         try:
-            yield conn
-        except BaseException:
-            with contextlib.suppress(DatabaseError):
-                conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            conn = self.conn  # after a close() this is a fresh connection
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                with contextlib.suppress(DatabaseError):
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            with self._use:
+                self._active -= 1
+                self._use.notify_all()
 
     def checkpoint(self) -> None:
         """Fold the WAL into the main file and truncate it (used by forget, backup and close)."""
@@ -180,13 +196,23 @@ class Store:
     def integrity_check(self) -> str:
         return self.conn.execute("PRAGMA integrity_check").fetchone()[0]
 
-    def close(self) -> None:
-        with self._lock:
-            conns, self._all = self._all, []
-        for conn in conns:
-            with contextlib.suppress(DatabaseError):
-                conn.close()
-        self._local = threading.local()
+    def close(self, wait: float = CLOSE_WAIT_S) -> None:
+        """Close every thread's connection, once the transactions in flight have ended (at most
+        ``wait`` seconds); transactions that start meanwhile wait for the close to finish."""
+        with self._use:
+            self._closing = True
+            self._use.wait_for(lambda: self._active == 0, timeout=wait)
+        try:
+            with self._lock:
+                conns, self._all = self._all, []
+            for conn in conns:
+                with contextlib.suppress(DatabaseError):
+                    conn.close()
+            self._local = threading.local()
+        finally:
+            with self._use:
+                self._closing = False
+                self._use.notify_all()
 
     def __enter__(self) -> Store:
         return self
