@@ -98,7 +98,7 @@ class RunConfig:
     def variants(self) -> list[str]:
         """The systems each question is answered by, in order: ``edgemem``, ``rag``, ``edgemem@oracle`` ..."""
         names = [n.strip() for n in self.system.split(",") if n.strip()]
-        out = [n for n in names] if self.evidence in ("retrieved", "both") else []
+        out = list(names) if self.evidence in ("retrieved", "both") else []
         if self.evidence in ("oracle", "both"):
             out += [f"{n}@oracle" for n in names if n != "full-context"]
         return out

@@ -161,10 +161,7 @@ def evaluate(router: Router, items: Iterable[Mapping[str, str]]) -> dict[str, An
             errors.append({"q": question, "gold": gold, "predicted": route.tag, "layer": route.layer})
     n = sum(layers.values())
     correct = sum(layer_correct.values())
-    per_tag = {}
-    for tag in TAGS:
-        total = sum(confusion[tag].values())
-        per_tag[tag] = {"n": total, "correct": confusion[tag][tag], "accuracy": confusion[tag][tag] / total if total else None}
+    per_tag = _per_tag(confusion)
     return {
         "kind": "labelled",
         "n": n,
@@ -266,10 +263,7 @@ def cross_validation(embed: Any, examples: Sequence[tuple[str, str]] | None = No
         })
     n = len(examples)
     correct = sum(layer_correct.values())
-    per_tag = {}
-    for tag in TAGS:
-        total = sum(confusion[tag].values())
-        per_tag[tag] = {"n": total, "correct": confusion[tag][tag], "accuracy": confusion[tag][tag] / total if total else None}
+    per_tag = _per_tag(confusion)
     return {
         "kind": "labelled",
         "cv_folds": folds,
@@ -311,6 +305,15 @@ def _layer_lines(result: Mapping[str, Any]) -> list[str]:
     if result["model_errors"]:
         lines.append(f"model replies rejected (fallback used): {result['model_errors']}")
     return lines
+
+
+def _per_tag(confusion: dict) -> dict:
+    """Per gold tag: questions, right ones, accuracy (None for a tag with none)."""
+    out = {}
+    for tag in TAGS:
+        total = sum(confusion[tag].values())
+        out[tag] = {"n": total, "correct": confusion[tag][tag], "accuracy": confusion[tag][tag] / total if total else None}
+    return out
 
 
 def format_report(result: Mapping[str, Any]) -> str:

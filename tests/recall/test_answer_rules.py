@@ -5,30 +5,25 @@ from __future__ import annotations
 
 import pytest
 
-from edgemem.engine import Engine
 from edgemem.recall import pipeline
 from edgemem.recall.answer import rule_verdict
 from edgemem.recall.evidence import Evidence
 from edgemem.recall.validator import validate
 from edgemem.runtime.fake import ScriptedLLM
-from recall_fakes import FixedRouter
+from recall_fakes import FixedRouter, remembered
 
 
 
 
 @pytest.fixture
 def engine(settings, embedder):
-    llm = ScriptedLLM()
-    eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
-    ids = {}
-    for when, text in [
+    eng, llm, ids = remembered(settings, embedder, [
         ("2024-05-02T09:00:00", "Never schedule meetings on Fridays."),
         ("2024-05-03T09:00:00", "I'm allergic to peanuts."),
         ("2024-05-04T09:00:00", "Don't book calls before 10am."),
         ("2024-05-05T09:00:00", "We met Ana for lunch on Friday and talked about her new job."),
         ("2024-05-06T09:00:00", "The team meeting moved to the big room."),
-    ]:
-        ids[text] = eng.remember(text, when=when, process=True)["notes"][0]
+    ])
     yield eng, llm, ids
     eng.close()
 

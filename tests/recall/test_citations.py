@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from edgemem.engine import Engine
 from edgemem.recall import pipeline
 from edgemem.recall.evidence import Evidence, supporting
-from edgemem.runtime.fake import ScriptedLLM
 from edgemem.store import profile as profile_store
-from recall_fakes import FixedRouter
+from recall_fakes import FixedRouter, remembered
 
 ORCHIDS = "My sister Ana's birthday is 14 March; she loves orchids."
 
@@ -18,16 +16,12 @@ ORCHIDS = "My sister Ana's birthday is 14 March; she loves orchids."
 
 @pytest.fixture
 def engine(settings, embedder):
-    llm = ScriptedLLM()
-    eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
-    ids = {}
-    for when, text in [
+    eng, llm, ids = remembered(settings, embedder, [
         ("2024-02-01T09:00:00", ORCHIDS),
         ("2024-02-02T09:00:00", "Ana's new flat is near the station."),
         ("2024-02-03T09:00:00", "I'm reading The Phoenix Project by Gene Kim."),
         ("2024-02-04T09:00:00", "Dentist appointment on 3 April."),
-    ]:
-        ids[text] = eng.remember(text, when=when, process=True)["notes"][0]
+    ])
     yield eng, llm, ids
     eng.close()
 
