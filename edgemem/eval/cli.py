@@ -39,7 +39,8 @@ def _report(summary: dict, out: Path, as_json: bool) -> None:
 
 
 SYSTEM_HELP = ("edgemem (the full pipeline), rag (flat hybrid top-8) or full-context (newest turns that fit);"
-               " several, comma-separated, answer the same questions on the same stores.")
+               " several, comma-separated, answer the same questions on the same stores; edgemem@oracle or rag@oracle"
+               " reads the gold evidence turns whatever --evidence says.")
 EVIDENCE_HELP = ("retrieved (what each system finds), oracle (the notes of the gold evidence turns: the reading"
                  " ceiling) or both.")
 STEPS_HELP = "Write-path steps at ingestion: default (gate, clusters, ... with the model) or none (notes only: fast)."

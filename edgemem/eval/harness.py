@@ -98,9 +98,13 @@ class RunConfig:
     def variants(self) -> list[str]:
         """The systems each question is answered by, in order: ``edgemem``, ``rag``, ``edgemem@oracle`` ..."""
         names = [n.strip() for n in self.system.split(",") if n.strip()]
-        out = list(names) if self.evidence in ("retrieved", "both") else []
+        plain = [n for n in names if not n.endswith("@oracle")]
+        out = list(plain) if self.evidence in ("retrieved", "both") else []
         if self.evidence in ("oracle", "both"):
-            out += [f"{n}@oracle" for n in names if n != "full-context"]
+            out += [f"{n}@oracle" for n in plain if n != "full-context"]
+        # a system named "x@oracle" reads the gold evidence whatever --evidence says: one run can
+        # then report edgemem, flat RAG and the ceiling without also answering rag@oracle
+        out += [n for n in names if n.endswith("@oracle") and n not in out]
         return out
 
     @property
@@ -510,8 +514,10 @@ def run(
     overrides the write-path steps (tests); otherwise ``config.steps`` picks them.
     """
     for name in config.system.split(","):
-        if name.strip() not in SYSTEMS:
-            raise BadInput(f"unknown system {name.strip()!r}; expected one or more of {', '.join(SYSTEMS)}")
+        base = name.strip().removesuffix("@oracle")
+        if base not in SYSTEMS or name.strip() == "full-context@oracle":
+            raise BadInput(f"unknown system {name.strip()!r}; expected one or more of {', '.join(SYSTEMS)}"
+                           " (edgemem and rag may carry @oracle)")
     if config.evidence not in EVIDENCE:
         raise BadInput(f"unknown --evidence {config.evidence!r}; expected one of {', '.join(EVIDENCE)}")
     variants = config.variants

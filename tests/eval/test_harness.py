@@ -508,6 +508,16 @@ def test_a_longmemeval_answer_that_depends_on_question_date(tmp_path, settings, 
         assert traces.get(store.conn, records["q-june"]["query_id"])["data"]["reference_date"] == "2023-06-20"
 
 
+def test_a_system_named_at_oracle_reads_the_gold_evidence_whatever_evidence_says(tmp_path):
+    """edgemem,rag,edgemem@oracle: the ceiling of one reader next to both systems, without rag@oracle."""
+    path = tmp_path / "x.json"
+    assert config(path, tmp_path / "a", system="edgemem,rag,edgemem@oracle").variants == [
+        "edgemem", "rag", "edgemem@oracle"]
+    assert config(path, tmp_path / "b", system="rag,edgemem@oracle", evidence="both").variants == [
+        "rag", "rag@oracle", "edgemem@oracle"]
+    assert config(path, tmp_path / "c", system="edgemem@oracle", evidence="both").variants == ["edgemem@oracle"]
+
+
 def test_systems_and_oracle_evidence_answer_the_same_questions_on_shared_stores(tmp_path, settings, embedder,
                                                                                 monkeypatch):
     """--system edgemem,rag --evidence both: four systems per question, one ingestion, a comparison table;
