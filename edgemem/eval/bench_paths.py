@@ -110,6 +110,7 @@ def _ask(engine: Any, llm: MeteredLLM, question: Any) -> dict:
         "total_ms": total,
         "first_token_ms": (first[0] - t0) * 1000 if first else None,
         "pipeline_tokens": used.prompt_tokens + used.completion_tokens,
+        "prefilled_tokens": used.prompt_tokens - used.cached_tokens + used.completion_tokens,
         "model_calls": used.calls,
         "own_ms": float(own.get("prefill_ms", 0.0)) + float(own.get("generate_ms", 0.0)) if own else None,
         "category": question.category, "mem0_f1": scored["mem0_f1"], "abstained": scored["abstained"],
@@ -121,7 +122,7 @@ def _summary(rows: list[dict]) -> dict:
         return [float(r[key]) for r in rows if r.get(key) is not None]
 
     out: dict[str, Any] = {"questions": len(rows)}
-    for key in ("total_ms", "first_token_ms", "pipeline_tokens", "model_calls", "own_ms"):
+    for key in ("total_ms", "first_token_ms", "pipeline_tokens", "prefilled_tokens", "model_calls", "own_ms"):
         out[key] = _stats(values(key)) if values(key) else None
     if out["total_ms"] and out["own_ms"] and out["own_ms"]["median"]:
         out["ratio_p50"] = round(out["total_ms"]["median"] / out["own_ms"]["median"], 2)
@@ -259,6 +260,8 @@ def format_paths(result: dict) -> str:
             (f"ask ({result['model']}, {ask['questions']} questions): total", _ms(ask["total_ms"])),
             ("ask: time to first token", _ms(ask["first_token_ms"])),
             ("ask: pipeline tokens per question", _ms(ask["pipeline_tokens"], 1.0, "tokens")),
+            ("ask: of those, prefilled or generated (not KV-cached)",
+             _ms(ask["prefilled_tokens"], 1.0, "tokens") if ask.get("prefilled_tokens") else "-"),
             ("ask: model calls per question", _ms(ask["model_calls"], 1.0, "")),
             ("ask: the answer's own prefill + decode", _ms(ask["own_ms"])),
             ("ask: p50 total / p50 own", f"{ask.get('ratio_p50', '-')}x"),

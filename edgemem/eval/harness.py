@@ -162,10 +162,12 @@ class Usage:
     completion_tokens: int = 0
     prefill_ms: float = 0.0
     generate_ms: float = 0.0
+    cached_tokens: int = 0  # prompt tokens the KV cache already held: counted, but not prefilled
 
     def add(self, completion: Any) -> None:
         self.calls += 1
         self.prompt_tokens += completion.prompt_tokens
+        self.cached_tokens += int(getattr(completion, "cached_tokens", 0) or 0)
         self.completion_tokens += completion.completion_tokens
         self.prefill_ms += completion.prefill_ms
         self.generate_ms += completion.generate_ms
@@ -748,6 +750,7 @@ def _ask(system: Any, engine: Any, llm: MeteredLLM, conv: Conversation, q: Quest
         "evidence_in_context": len(gold & set(shown)) / len(gold) if gold else None,
         "packed_tokens": outcome.packed_tokens,
         "pipeline_tokens": used.prompt_tokens + used.completion_tokens,
+        "prefilled_tokens": used.prompt_tokens - used.cached_tokens + used.completion_tokens,
         "model_calls": used.calls,
         "model_prefill_ms": round(used.prefill_ms, 1),
         "model_generate_ms": round(used.generate_ms, 1),

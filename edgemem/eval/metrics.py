@@ -292,6 +292,11 @@ def _mean(values: Iterable[float | bool | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
+def _median(values: Iterable[float | None]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return percentiles(present, (50,))["p50"] if present else None
+
+
 def _group_summary(records: Sequence[Mapping[str, Any]], scores: Sequence[dict[str, Any]]) -> dict:
     answerable = [s for s in scores if s["category"] != 5]
     adversarial = [s for s in scores if s["category"] == 5]
@@ -317,6 +322,9 @@ def _group_summary(records: Sequence[Mapping[str, Any]], scores: Sequence[dict[s
         "packed_tokens_median": percentiles(packed, (50,))["p50"] if packed else None,
         "packed_tokens_mean": _mean(packed),
         "pipeline_tokens_mean": _mean(pipeline),
+        "pipeline_tokens_median": percentiles(pipeline, (50,))["p50"] if pipeline else None,
+        # what was evaluated: pipeline tokens less the prompt tokens the KV cache already held
+        "prefilled_tokens_median": _median(r.get("prefilled_tokens") for r in records),
         "latency_p50_ms": latency_ps.get("p50"),
         "latency_p90_ms": latency_ps.get("p90"),
     }

@@ -324,7 +324,8 @@ def test_summarize_per_category():
         "n": 1, "locomo_f1": 1.0, "mem0_f1": 1.0, "bleu1": 1.0, "abstention_acc": None,
         "abstention_rate": 0.0, "recall_at_5": None, "recall_at_10": None, "recall_n": 0,
         "router_acc": 1.0, "router_n": 1, "packed_tokens_median": 200.0,
-        "packed_tokens_mean": 200.0, "pipeline_tokens_mean": None, "latency_p50_ms": 20.0,
+        "packed_tokens_mean": 200.0, "pipeline_tokens_mean": None, "pipeline_tokens_median": None,
+        "prefilled_tokens_median": None, "latency_p50_ms": 20.0,
         "latency_p90_ms": 20.0,
     })
     # category 4 = A (all 1) and B (all 0): means 0.5; router 1/2
@@ -334,7 +335,8 @@ def test_summarize_per_category():
         "n": 2, "locomo_f1": 0.5, "mem0_f1": 0.5, "bleu1": 0.5, "abstention_acc": None,
         "abstention_rate": 0.0, "recall_at_5": 0.5, "recall_at_10": 0.5, "recall_n": 2,
         "router_acc": 0.5, "router_n": 2, "packed_tokens_median": 200.0,
-        "packed_tokens_mean": 200.0, "pipeline_tokens_mean": 2000.0, "latency_p50_ms": 20.0,
+        "packed_tokens_mean": 200.0, "pipeline_tokens_mean": 2000.0, "pipeline_tokens_median": 2000.0,
+        "prefilled_tokens_median": None, "latency_p50_ms": 20.0,
         "latency_p90_ms": 28.0,
     })
     # category 5 = D (abstained) and E (trap): LoCoMo F1 = abstention acc = (1 + 0)/2 = 0.5
@@ -343,7 +345,8 @@ def test_summarize_per_category():
         "n": 2, "locomo_f1": 0.5, "mem0_f1": None, "bleu1": None, "abstention_acc": 0.5,
         "abstention_rate": 0.5, "recall_at_5": 0.0, "recall_at_10": 0.0, "recall_n": 1,
         "router_acc": 1.0, "router_n": 1, "packed_tokens_median": 50.0,
-        "packed_tokens_mean": 50.0, "pipeline_tokens_mean": 500.0, "latency_p50_ms": 40.0,
+        "packed_tokens_mean": 50.0, "pipeline_tokens_mean": 500.0, "pipeline_tokens_median": 500.0,
+        "prefilled_tokens_median": None, "latency_p50_ms": 40.0,
         "latency_p90_ms": 40.0,
     })
 
@@ -360,7 +363,8 @@ def test_summarize_overall():
         "n": 5, "locomo_f1": 0.6, "mem0_f1": 2 / 3, "bleu1": 2 / 3, "abstention_acc": 0.5,
         "abstention_rate": 0.2, "recall_at_5": 1 / 3, "recall_at_10": 1 / 3, "recall_n": 3,
         "router_acc": 0.75, "router_n": 4, "packed_tokens_median": 150.0,
-        "packed_tokens_mean": 162.5, "pipeline_tokens_mean": 1500.0, "latency_p50_ms": 25.0,
+        "packed_tokens_mean": 162.5, "pipeline_tokens_mean": 1500.0, "pipeline_tokens_median": 1000.0,
+        "prefilled_tokens_median": None, "latency_p50_ms": 25.0,
         "latency_p90_ms": 37.0,
     })
 

@@ -12,6 +12,8 @@ from edgemem.recall.packer import (
     DEDUP_JACCARD,
     PINNED_BUDGET,
     SUMMARY_BUDGET,
+    FITTED_BUDGET,
+    PAPER_SCALED_BUDGET,
     TIER2_BUDGET,
     WORD_CAP,
     ceiling_for,
@@ -171,18 +173,31 @@ def test_unused_budget_is_reallocated_down(small_llm) -> None:
     tag = "targeted-extraction"
     chunks = [raw(i, score=1.0 - i / 1000) for i in range(200)]
     # Nothing pinned and no summaries: the raw slot gets all three nominal budgets.
-    packed = pack("pottery?", tag, chunks, count, ceiling=20_000)
+    packed = pack("pottery?", tag, chunks, count, ceiling=20_000, flow_down=True)
     assert packed.budgets == {"pinned": PINNED_BUDGET, "summary": SUMMARY_BUDGET + PINNED_BUDGET,
                               "raw": TIER2_BUDGET[tag] + SUMMARY_BUDGET + PINNED_BUDGET}
     assert TIER2_BUDGET[tag] < packed.tokens_by_slot["raw"] <= packed.budgets["raw"]
     # Some pinned and summary use: exactly what they leave flows down.
     pinned = [profile(-100, "Caroline prefers short answers.")]
     facts = [summary(-1, "'pottery' is mentioned 3 times in 2 notes from 2 sessions")]
-    packed = pack("pottery?", tag, pinned + facts + chunks, count, ceiling=20_000)
+    packed = pack("pottery?", tag, pinned + facts + chunks, count, ceiling=20_000, flow_down=True)
     used_p, used_s = packed.tokens_by_slot["pinned"], packed.tokens_by_slot["summary"]
     assert used_p == count(pinned[0].line() + "\n") and used_s == count(facts[0].line() + "\n")
     assert packed.budgets["summary"] == SUMMARY_BUDGET + PINNED_BUDGET - used_p
     assert packed.budgets["raw"] == TIER2_BUDGET[tag] + packed.budgets["summary"] - used_s
+
+
+def test_a_fitted_budget_is_the_whole_raw_allowance(small_llm) -> None:
+    """Tags with a budget fitted on the tune split get no flow-down by default; broad summarization
+    (not fitted) keeps it."""
+    count = small_llm.count_tokens
+    chunks = [raw(i, score=1.0 - i / 1000) for i in range(200)]
+    for tag in FITTED_BUDGET:
+        packed = pack("pottery?", tag, chunks, count, ceiling=20_000)
+        assert packed.budgets["raw"] == FITTED_BUDGET[tag] >= packed.tokens_by_slot["raw"] > FITTED_BUDGET[tag] - 80
+    broad = pack("pottery?", "broad-summarization", chunks, count, ceiling=20_000)
+    assert broad.budgets["raw"] == PAPER_SCALED_BUDGET["broad-summarization"] + SUMMARY_BUDGET + PINNED_BUDGET
+    assert TIER2_BUDGET["targeted-extraction"] == FITTED_BUDGET["targeted-extraction"] == 600
 
 
 def test_profile_injection_has_no_raw_slot(small_llm) -> None:
