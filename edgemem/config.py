@@ -49,6 +49,11 @@ class Settings:
     max_file_bytes: int = 16 * 1024 * 1024
     max_frame_bytes: int = 1024 * 1024
 
+    # Read path: ask the model to break the router classifier's near-ties (off: the classifier's best
+    # tag). On LoCoMo's tune conversations the model was right on 4 of 9 such questions and the
+    # classifier on 5, for ~800 prefilled tokens (10-13 s on a 2-core CPU) each (docs/measurements.md).
+    router_model: bool = False
+
     # Chat: the user's turns are kept for the session's active context (in memory); stored as
     # memories, which later answers can cite, only when this is on.
     remember_chat: bool = False

@@ -217,7 +217,7 @@ class Engine:
         if self._router is None:
             from edgemem.recall.router import Router
 
-            self._router = Router(self.runtime.embed, self.runtime.interactive)
+            self._router = Router(self.runtime.embed, self.runtime.interactive if self.settings.router_model else None)
         return self._router
 
     def ask(self, question: str, *, session: str | None = None, now: datetime | None = None, on_token: Any = None,

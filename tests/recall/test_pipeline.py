@@ -101,3 +101,16 @@ def test_engine_ask_records_a_trace_for_why(engine) -> None:
     assert trace["answer"] == answer.text and trace["data"]["system"] == "edgemem"
     assert trace["route_tag"] in {"targeted-extraction", "profile-injection", "conflict-resolution"}
     assert trace["route_layer"] in {"rules", "classifier", "model", "fallback"}
+
+
+def test_the_router_asks_the_model_only_when_the_setting_says_so(settings, embedder) -> None:
+    """router_model (off by default): a near-tie takes the classifier's best tag without a model call."""
+    import dataclasses
+
+    assert settings.router_model is False
+    for on in (False, True):
+        eng = Engine.open(dataclasses.replace(settings, router_model=on), llm=ScriptedLLM(), embedder=embedder, steps=[])
+        try:
+            assert (eng.router.llm is not None) is on
+        finally:
+            eng.close()
