@@ -33,13 +33,17 @@ class Drafted:
     rule: RuleVerdict | None = None  # set when stored rules decided a yes/no proposal without the model
 
 
-def system_prompt(tag: str) -> str:
-    return f"{prompts.render('answer_' + tag)}\n{prompts.render('answer_grounding')}"
+def system_prompt(tag: str, question: str = "") -> str:
+    """The tag's B.2 prompt and the grounding instruction. A constraint question asks for a Yes/No
+    verdict only when it proposes something: told to open with "Yes — " or "No — ", the model did so
+    for "What does Melanie do to keep herself busy …?" too."""
+    name = "constraint-proposal" if tag == "constraint-validation" and is_proposal(question) else tag
+    return f"{prompts.render('answer_' + name)}\n{prompts.render('answer_grounding')}"
 
 
 def messages_for(tag: str, question: str, context: str) -> list[dict[str, str]]:
     return [
-        {"role": "system", "content": system_prompt(tag)},
+        {"role": "system", "content": system_prompt(tag, question)},
         {"role": "user", "content": prompts.render("answer_user", context=context, question=question)},
     ]
 
@@ -110,7 +114,7 @@ def answer(llm: Any, tag: str, question: str, context: str, evidence: Sequence[E
         call = tools.parse_tool_call(result.text) if allowed else None
         if call is None or out.rounds >= tools.MAX_TOOL_ROUNDS:
             stream.flush()
-            out.text = _strip_tool_lines(result.text).strip()
+            out.text = without_verdict(question, _strip_tool_lines(result.text).strip())
             out.messages = list(messages)
             return out
         out.rounds += 1
@@ -122,6 +126,18 @@ def answer(llm: Any, tag: str, question: str, context: str, evidence: Sequence[E
             {"role": "assistant", "content": result.text.strip()},
             {"role": "user", "content": f"{tools.RESULT_PREFIX}{outcome}\nNow give the final answer."},
         ]
+
+
+_WH = re.compile(r"\s*(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
+_VERDICT_OPENING = re.compile(r"^\s*(?:yes|no)\s*[—–-]+\s*", re.IGNORECASE)
+
+
+def without_verdict(question: str, text: str) -> str:
+    """A wh-question has no yes/no answer: a "Yes — " or "No — " opening the model put on one goes."""
+    if _WH.match(question) and _VERDICT_OPENING.match(text):
+        rest = _VERDICT_OPENING.sub("", text, count=1)
+        return rest[:1].upper() + rest[1:] if rest else text
+    return text
 
 
 def _strip_tool_lines(text: str) -> str:

@@ -105,3 +105,27 @@ def test_a_proposal_asks_whether_to_do_something(question, proposal):
     from edgemem.recall.answer import is_proposal
 
     assert is_proposal(question) is proposal
+
+
+def test_only_a_proposal_is_asked_for_a_yes_no_verdict() -> None:
+    from edgemem.recall.answer import system_prompt
+
+    assert system_prompt("constraint-validation", "Can we meet on Friday?").startswith(
+        "You answer a question that proposes something")
+    assert '"Yes — "' in system_prompt("constraint-validation", "Is it ok to order pizza tonight?")
+    wh = system_prompt("constraint-validation", "What does Melanie do to keep herself busy during her pottery break?")
+    assert '"Yes — "' not in wh and wh.startswith("You answer a question about a rule")
+
+
+def test_a_wh_question_loses_a_verdict_opening_the_model_put_on_it(settings, embedder) -> None:
+    from edgemem.recall import answer as answer_agent
+
+    ev = [Evidence(1, "During my pottery break I read a book and paint.", "2023-08-01T10:00:00")]
+    llm = ScriptedLLM(["Yes — she reads a book and paints."])
+    drafted = answer_agent.answer(llm, "constraint-validation",
+                                  "What does Melanie do to keep herself busy during her pottery break?",
+                                  "(1 August 2023) During my pottery break I read a book and paint.", ev)
+    assert drafted.text == "She reads a book and paints."
+    assert answer_agent.without_verdict("Can I eat peanuts?", "No — I'm allergic to peanuts.") == \
+        "No — I'm allergic to peanuts."
+    assert answer_agent.without_verdict("Who won?", "No — nobody") == "Nobody"
