@@ -18,7 +18,7 @@ This module measures edgemem's router the same two ways:
     python -m edgemem.eval.router_eval --cv
     python -m edgemem.eval.router_eval tests/data/router_labelled.jsonl [--model]
     python -m edgemem.eval.router_eval --labelled edgemem/eval/data/personal.json --split check
-    python -m edgemem.eval.router_eval --locomo PATH [--model]
+    python -m edgemem.eval.router_eval --locomo PATH [--split tune|check] [--model]
 
 Without ``--model`` the router has no language model (rules → classifier → fallback: the
 classifier's best tag when it is not confident); with it, the default model is loaded through the
@@ -132,6 +132,20 @@ def load_locomo(path: str | Path) -> list[dict[str, Any]]:
                 raise BadInput(f"LoCoMo file {path}: a question without text or a known category (1-5)")
             out.append({"q": qa["question"], "category": category, "sample_id": sample.get("sample_id")})
     return out
+
+
+def locomo_subset(questions: list[dict[str, Any]], split: str | None, samples: Sequence[str] | None) -> list[dict[str, Any]]:
+    """The questions of one evaluation split and/or of the listed sample ids."""
+    if split is not None:
+        from edgemem.eval.splits import samples_in
+
+        keep = set(samples_in(split, dict.fromkeys(q["sample_id"] for q in questions)))
+        questions = [q for q in questions if q["sample_id"] in keep]
+    if samples:
+        questions = [q for q in questions if q["sample_id"] in set(samples)]
+    if not questions:
+        raise BadInput("no LoCoMo question is left after --split / --samples")
+    return questions
 
 
 def evaluate(router: Router, items: Iterable[Mapping[str, str]]) -> dict[str, Any]:
@@ -376,8 +390,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     labelled = args.labelled or args.labelled_option
     if sum(map(bool, (labelled, args.locomo, args.cv))) == 0:
         parser.error("give a labelled set, --locomo PATH or --cv")
-    if (args.split or args.samples) and not labelled:
-        parser.error("--split and --samples apply to a labelled set")
+    if (args.split or args.samples) and not (labelled or args.locomo):
+        parser.error("--split and --samples apply to a labelled set or --locomo")
     if args.folds < 2:
         parser.error("--folds must be at least 2")
     samples = [s.strip() for s in args.samples.split(",") if s.strip()] if args.samples else None
@@ -395,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if labelled:
                 results.append(evaluate(router, load_labelled(labelled, split=args.split, samples=samples)))
             if args.locomo:
-                results.append(evaluate_locomo(router, load_locomo(args.locomo)))
+                results.append(evaluate_locomo(router, locomo_subset(load_locomo(args.locomo), args.split, samples)))
     except EdgememError as exc:
         print(f"edgemem: {exc}", file=sys.stderr)
         return exc.exit_code
