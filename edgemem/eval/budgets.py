@@ -23,6 +23,7 @@ from pathlib import Path
 from statistics import mean
 
 from edgemem import config
+from edgemem.errors import EdgememError
 from edgemem.eval import locomo, splits
 from edgemem.eval.harness import gold_note_ids, safe_name
 from edgemem.recall import packer, tiers
@@ -81,10 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     from edgemem.engine import Engine
     from edgemem.recall.router import Router
 
-    settings = config.load()
-    conversations = locomo.load(args.path, max_file_bytes=settings.max_file_bytes,
-                                max_text_bytes=settings.max_text_bytes)
-    wanted = set(splits.samples_in(args.split, [c.id for c in conversations]))
+    try:
+        settings = config.load()
+        conversations = locomo.load(args.path, max_file_bytes=settings.max_file_bytes,
+                                    max_text_bytes=settings.max_text_bytes)
+        wanted = set(splits.samples_in(args.split, [c.id for c in conversations]))
+    except EdgememError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     points: list[Point] = []
     for conv in conversations:
         if conv.id not in wanted:

@@ -319,10 +319,10 @@ def _group_summary(records: Sequence[Mapping[str, Any]], scores: Sequence[dict[s
         "recall_n": sum(1 for s in scores if s["recall_at_5"] is not None),
         "router_acc": _mean(s["router_correct"] for s in scores),
         "router_n": sum(1 for s in scores if s["router_correct"] is not None),
-        "packed_tokens_median": percentiles(packed, (50,))["p50"] if packed else None,
+        "packed_tokens_median": _median(packed),
         "packed_tokens_mean": _mean(packed),
         "pipeline_tokens_mean": _mean(pipeline),
-        "pipeline_tokens_median": percentiles(pipeline, (50,))["p50"] if pipeline else None,
+        "pipeline_tokens_median": _median(pipeline),
         # what was evaluated: pipeline tokens less the prompt tokens the KV cache already held
         "prefilled_tokens_median": _median(r.get("prefilled_tokens") for r in records),
         "latency_p50_ms": latency_ps.get("p50"),

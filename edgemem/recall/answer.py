@@ -128,7 +128,6 @@ def answer(llm: Any, tag: str, question: str, context: str, evidence: Sequence[E
         ]
 
 
-_WH = re.compile(r"\s*(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 _VERDICT_OPENING = re.compile(r"^\s*(?:yes|no)\s*[—–-]+\s*", re.IGNORECASE)
 
 
@@ -170,6 +169,7 @@ _PROPOSAL = re.compile(
     r"(?:ok(?:ay)?|fine|alright)\s*[?.!]*$|a\s+good\s+(?:idea|pick|choice|plan))\b",
     re.IGNORECASE,
 )
+_WH = re.compile(r"\s*(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)  # a wh-question
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+(?=\S)")
 _DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _DAY_WORD = re.compile(r"\b(mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?\b|\b(weekends?|weekdays?)\b",
@@ -305,8 +305,7 @@ def _applies(question: str, sentence: str) -> str | None:
 
 def is_proposal(question: str) -> bool:
     """A yes/no question about doing something: "Can we meet on Friday?", "Is it ok to order pizza?"."""
-    return bool(_PROPOSAL.search(question)) and not re.match(r"\s*(?:what|which|who|whom|whose|when|where|why|how)\b",
-                                                             question, re.IGNORECASE)
+    return bool(_PROPOSAL.search(question)) and not _WH.match(question)
 
 
 def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | None = None) -> RuleVerdict | None:

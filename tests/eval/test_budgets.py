@@ -18,3 +18,23 @@ def test_fit_picks_the_smallest_budget_keeping_the_coverage() -> None:
     assert fit(points, 0.85)["targeted-extraction"]["fitted"] == 200
     assert table["temporal-reasoning"]["fitted"] == 400
     assert targeted["current"] == 600
+
+
+def test_a_missing_file_or_store_is_a_one_line_error(tmp_path, capsys) -> None:
+    from edgemem.eval.budgets import main
+
+    assert main([str(tmp_path / "absent.json"), "--stores", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "\n" not in err
+
+
+def test_usage_counts_prefilled_tokens_without_kv_cache_hits() -> None:
+    from edgemem.eval.harness import Usage
+    from edgemem.runtime.llm import Completion
+
+    usage = Usage()
+    usage.add(Completion("a", 900, 10, 1.0, 1.0, cached_tokens=850))
+    usage.add(Completion("b", 300, 5, 1.0, 1.0))
+    before = Usage(calls=1, prompt_tokens=900, completion_tokens=10, cached_tokens=850)
+    assert (usage.prompt_tokens, usage.cached_tokens) == (1200, 850)
+    assert usage.since(before).cached_tokens == 0 and usage.since(before).prompt_tokens == 300
