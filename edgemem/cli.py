@@ -94,7 +94,8 @@ def root(
                                       expose_value=False, help="Print the version and exit."),
 ) -> None:
     """edgemem: remember everything you tell it, answer from it, on your own machine."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s",
+                        stream=_log_stream())
     overrides = {"home": home, "db_path": db, "model": model, "model_path": model_path, "n_ctx": n_ctx,
                  "n_threads": threads, "n_gpu_layers": gpu_layers}
     ctx.obj = Ctx(overrides, as_json, local)
@@ -1069,6 +1070,17 @@ def _fail(code: str, message: str, exit_code: int, as_json: bool) -> None:
     else:
         typer.echo(f"edgemem: {message}", err=True)
     raise SystemExit(exit_code)
+
+
+def _log_stream() -> Any:
+    """Where the log goes: a duplicate of stderr. llama-cpp-python points file descriptor 2 at
+    /dev/null while it loads a model, for the whole process; the daemon's other threads keep
+    logging meanwhile, and their lines must not vanish with llama.cpp's."""
+    try:
+        return os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1, encoding=sys.stderr.encoding or "utf-8",
+                         errors="backslashreplace")
+    except (OSError, ValueError, AttributeError):  # no real stderr (embedded, captured): use what there is
+        return sys.stderr
 
 
 def main() -> None:

@@ -59,6 +59,7 @@ SD_LISTEN_FDS_START = 3  # systemd passes activated sockets from fd 3 on (sd_lis
 MAX_SOCKET_PATH = 107  # sizeof(sockaddr_un.sun_path) - 1 on Linux
 READ_CHUNK = 64 * 1024
 INFLIGHT_PER_CONNECTION = 16  # past this a connection is not read until a request finishes (backpressure)
+ABORT_GRACE = 1.0  # seconds a job interrupted at the shutdown deadline gets to unwind
 HANGUP_POLL = 0.05  # seconds between hang-up checks of a half-closed connection with requests in flight
 _END = object()
 
@@ -323,8 +324,10 @@ class Server:
         self._socket_path: Path | None = None
         self._socket_ino: int | None = None
         self._server: asyncio.AbstractServer | None = None
-        self._stop = threading.Event()
+        self._stop = threading.Event()  # the worker finishes the job in hand, then stops
+        self._abort = threading.Event()  # the job in hand stops too, at its next token (deadline passed)
         self._wake = threading.Event()
+        self.abandoned = False  # exited with a thread still running: see run()
         self._worker: threading.Thread | None = None
         self._cancels: set[threading.Event] = set()
         self._model_pool: DaemonPool | None = None
@@ -421,6 +424,13 @@ class Server:
 
         while not idle() and not self.force_exit and loop.time() < deadline:
             await asyncio.sleep(0.05)
+        if self._worker is not None and self._worker.is_alive():
+            # Past the deadline: interrupt the job in hand at its next token or prefill node (its
+            # transaction never happens and it stays queued), so the model can close under nobody.
+            self._abort.set()
+            grace = loop.time() + ABORT_GRACE
+            while self._worker.is_alive() and loop.time() < grace:
+                await asyncio.sleep(0.05)
         # 4. the model and the store, if this server opened them and nothing uses them any more
         if self._owns_engine and self.engine is not None:
             if idle() and not self.force_exit:
@@ -430,8 +440,10 @@ class Server:
                     await asyncio.sleep(0.05)
                 if closer.is_alive():
                     log.warning("the model did not close within the shutdown timeout; exiting anyway")
+                    self.abandoned = True
             else:
                 log.warning("exiting with work still running; an unfinished job is retried at the next start")
+                self.abandoned = True
         for pool in pools:
             pool.shutdown(wait=False, cancel_futures=True)
         log.info("stopped")
@@ -478,7 +490,7 @@ class Server:
 
     def _run_worker(self) -> None:
         try:
-            self.engine.worker.run_forever(self._stop, self._wake)
+            self.engine.worker.run_forever(self._stop, self._wake, abort=self._abort)
         except Exception as exc:  # the queue is durable: the jobs wait for the next start
             log.error("the write-path worker stopped: %s", type(exc).__name__)
             log.debug("worker failure detail", exc_info=True)
@@ -697,7 +709,15 @@ def _versions() -> dict[str, str]:
 
 def run(settings: Settings) -> int:
     """``edgemem serve``: run the daemon in the foreground until stopped."""
-    asyncio.run(Server(settings).serve())
+    server = Server(settings)
+    asyncio.run(server.serve())
+    if server.abandoned:
+        # A thread is still inside llama.cpp or onnxruntime: letting the interpreter finalise around
+        # it can crash the process (SIGSEGV seen when a 5 s shutdown timeout passed mid-generation).
+        # Everything acknowledged is committed, and an interrupted job is requeued at the next start,
+        # so end here, the way kill -9 would, after the log is out.
+        logging.shutdown()
+        os._exit(0)
     return 0
 
 

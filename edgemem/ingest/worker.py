@@ -22,6 +22,7 @@ while an interactive request is using the model or the embedder (``busy``, from 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -33,6 +34,7 @@ from typing import Any, Protocol
 
 from edgemem.ingest import notes as note_step
 from edgemem.ingest.notes import NoteDraft
+from edgemem.runtime.scheduler import Cancelled, cancel_scope
 from edgemem.store import jobs, notes, raw, stats
 from edgemem.store.db import Store
 
@@ -276,6 +278,11 @@ class Worker:
                 for name, n in self.ctx.counters.items():
                     stats.incr(conn, name, n)
                 jobs.complete(conn, job.id)
+        except Cancelled:  # the daemon is stopping and could not wait for this job: it runs again later
+            log.info("job %s (%s) interrupted by the shutdown; it runs again at the next start", job.id, job.kind)
+            with store.transaction() as conn:
+                jobs.release(conn, job.id)
+            return False
         except Exception as exc:  # a failing job must not stop the queue: record it, retry, park
             log.warning("job %s (%s) failed: %s", job.id, job.kind, type(exc).__name__)
             log.debug("job %s failure detail", job.id, exc_info=True)
@@ -298,10 +305,15 @@ class Worker:
             self.state = "idle"
         return done
 
-    def run_forever(self, stop: threading.Event, wake: threading.Event, idle_wait: float = 1.0) -> None:
-        """Background loop for the daemon: drain, then sleep until woken or ``idle_wait`` passes."""
+    def run_forever(self, stop: threading.Event, wake: threading.Event, idle_wait: float = 1.0,
+                    abort: threading.Event | None = None) -> None:
+        """Background loop for the daemon: drain, then sleep until woken or ``idle_wait`` passes.
+
+        ``stop`` lets the job in hand finish; ``abort`` interrupts it too (its model call stops at the
+        next token or prefill node, its transaction never happens, and the job stays queued)."""
         self.recover()
-        while not stop.is_set():
-            self.drain(stop=stop)
-            wake.wait(idle_wait)
-            wake.clear()
+        with cancel_scope(abort) if abort is not None else contextlib.nullcontext():
+            while not stop.is_set():
+                self.drain(stop=stop)
+                wake.wait(idle_wait)
+                wake.clear()

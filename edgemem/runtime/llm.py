@@ -314,6 +314,8 @@ def _model_defaults(*, use_extra_bufts: bool) -> Iterator[None]:
 
     ``Llama.__init__`` starts from ``llama_model_default_params()``; this wraps that function for the
     duration of one construction, under a lock so concurrent loads cannot see each other's value.
+    The lock also keeps two loads from interleaving llama-cpp-python's redirection of stdout and
+    stderr to /dev/null (process-wide; interleaved, the second restores the first's /dev/null).
     """
     import llama_cpp.llama as llama_module
 

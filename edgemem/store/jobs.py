@@ -52,6 +52,12 @@ def fail(conn: Any, job_id: int, error: str) -> str:
     return status
 
 
+def release(conn: Any, job_id: int) -> None:
+    """A job interrupted by a shutdown goes back to pending; the interruption is not an attempt."""
+    conn.execute("UPDATE jobs SET status = 'pending', attempts = max(attempts - 1, 0), updated_at = ? WHERE id = ?",
+                 (now(), job_id))
+
+
 def requeue_running(conn: Any) -> int:
     """After a crash: jobs left 'running' had their writes rolled back with them; run them again."""
     return conn.execute("UPDATE jobs SET status = 'pending', updated_at = ? WHERE status = 'running'", (now(),)).rowcount

@@ -25,6 +25,9 @@ pytestmark = pytest.mark.slow
 
 SHUTDOWN_TIMEOUT = 5.0
 SERVE = [sys.executable, "-m", "edgemem", "--model", "smollm2-135m", "serve"]
+# Enough files that the ingest is still running when the signal lands: 300 took 0.46 s here, and a
+# CI run on a faster or less loaded moment finished them before the first acknowledged remember.
+FILES = 3000
 
 
 def daemon_env(home: Path) -> dict[str, str]:
@@ -135,16 +138,21 @@ def check_nothing_acknowledged_lost(settings: config.Settings, load: Load, chunk
 
 @pytest.mark.timeout(300)
 def test_sigterm_during_an_ingest_exits_in_time_and_loses_nothing_acknowledged(settings, tmp_path: Path) -> None:
-    chunks = write_folder(tmp_path / "notes", 300)
+    chunks = write_folder(tmp_path / "notes", FILES)
     log = tmp_path / "daemon.log"
     proc = start(settings, log)
-    with Load(settings, tmp_path / "notes") as load:
-        wait_for_first_file(settings)
-        assert load.ingest is None  # the signal lands during the ingest
-        stopping = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        rc = proc.wait(SHUTDOWN_TIMEOUT + 10)
-        took = time.monotonic() - stopping
+    try:
+        with Load(settings, tmp_path / "notes") as load:
+            wait_for_first_file(settings)
+            assert load.ingest is None  # the signal lands during the ingest
+            stopping = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            rc = proc.wait(SHUTDOWN_TIMEOUT + 10)
+            took = time.monotonic() - stopping
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
     assert rc == 0, log.read_text()
     assert took < SHUTDOWN_TIMEOUT + 3, f"took {took:.1f}s to stop"
     assert not settings.socket.exists()
@@ -155,16 +163,21 @@ def test_sigterm_during_an_ingest_exits_in_time_and_loses_nothing_acknowledged(s
 
 @pytest.mark.timeout(300)
 def test_kill_9_during_an_ingest_loses_nothing_acknowledged(settings, tmp_path: Path) -> None:
-    chunks = write_folder(tmp_path / "notes", 300)
+    chunks = write_folder(tmp_path / "notes", FILES)
     log = tmp_path / "daemon.log"
     proc = start(settings, log)
-    with Load(settings, tmp_path / "notes") as load:
-        wait_for_first_file(settings)
-        while not load.acked:
-            time.sleep(0.005)
-        assert load.ingest is None  # killed during the ingest
-        proc.kill()
-        proc.wait(10)
+    try:
+        with Load(settings, tmp_path / "notes") as load:
+            wait_for_first_file(settings)
+            while not load.acked:
+                time.sleep(0.005)
+            assert load.ingest is None  # killed during the ingest
+            proc.kill()
+            proc.wait(10)
+    finally:  # never leave a daemon behind for a later test to trip over
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
     assert load.acked
     check_nothing_acknowledged_lost(settings, load, chunks)
 

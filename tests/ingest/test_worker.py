@@ -87,3 +87,37 @@ def test_a_failing_step_leaves_no_note_behind_and_the_job_is_retried(store) -> N
     assert failing.seen and rows(store) == [] and jobs.counts(store.conn) == {"pending": 1}
     Worker(store, None, HASH.embed, steps=[]).drain()
     assert [status for _, status, _ in rows(store)] == ["active"]
+
+
+def test_an_aborted_job_stays_queued_without_counting_as_an_attempt(store) -> None:
+    """The daemon's shutdown deadline: ``stop`` lets the job in hand finish, ``abort`` interrupts it
+    where its model call would stop (check_cancelled), and the job waits for the next start."""
+    import threading
+
+    from edgemem.runtime.scheduler import check_cancelled
+
+    entered = threading.Event()
+
+    class Slow(Recorder):  # a plan that only ends when its caller is cancelled, as a long generation would
+        def plan(self, ctx, draft):
+            entered.set()
+            while True:
+                check_cancelled("generate")
+                threading.Event().wait(0.01)
+
+    accept_turns(store, [("Ana", "I repot my orchids in spring.", "2024-03-01T09:00:00", None)],
+                 kind="conversation", uri="chat")
+    stop, wake, abort = threading.Event(), threading.Event(), threading.Event()
+    worker = Worker(store, None, HASH.embed, steps=[Slow()])
+    thread = threading.Thread(target=worker.run_forever, args=(stop, wake), kwargs={"abort": abort, "idle_wait": 0.05})
+    thread.start()
+    assert entered.wait(10)
+    stop.set()
+    thread.join(0.3)
+    assert thread.is_alive()  # stopping alone waits for the job in hand
+    abort.set()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert rows(store) == []
+    (row,) = store.conn.execute("SELECT status, attempts, last_error FROM jobs").fetchall()
+    assert tuple(row) == ("pending", 0, None)
