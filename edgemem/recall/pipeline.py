@@ -147,7 +147,12 @@ def run(
         if attempt == 0:
             trace.update(tier=gathered.tier, retrieved=gathered.retrieved, packed_tokens=packed.total_tokens,
                          packed_by_slot=packed.tokens_by_slot)
+        elif nothing_packed:
+            # The first attempt packed nothing (a profile question with no profile): the escalation,
+            # made without a model call, is the retrieval the answer comes from (what recall@k ranks).
+            trace["retrieved"] = gathered.retrieved
         trace["used"] = [i for i in packed.items_used if i > 0]
+        nothing_packed = not packed.items_used
         _report(on_stage, "notes", found=len(gathered.retrieved), packed=len(trace["used"]), tier=gathered.tier,
                 attempt=attempt)
         if retrieval_only:

@@ -13,6 +13,7 @@ stable facts and rules, and the packer never truncates them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -90,9 +91,23 @@ def _anchors(conn: Any, question: str) -> list[str]:
     return kept[:ENTITY_PASSES]
 
 
-def _tier2(conn: Any, question: str, embed: Callable, vector: np.ndarray) -> tuple[list[Hit], dict]:
+def content_query(question: str, speakers: Sequence[str]) -> str:
+    """The question without the names of the record's speakers, for text matching.
+
+    Who is asked about is the speaker preference's job (:func:`prefer_speaker`, on the question as
+    asked). Left in, a speaker's name makes every short line of theirs look relevant: "Jon: Agreed!"
+    ranked above the line about Paris for "Which cities has Jon visited?", since the note's embedded
+    text starts with the name, and BM25 matches every line that greets them."""
+    out = question
+    for name in speakers:
+        out = re.sub(rf"\b{re.escape(name)}(?:'s|’s)?\b", " ", out, flags=re.IGNORECASE)
+    out = re.sub(r"\s+", " ", out).strip()
+    return out if re.search(r"\w{3,}", out) else question
+
+
+def _tier2(conn: Any, question: str, embed: Callable, vector: np.ndarray, query: str) -> tuple[list[Hit], dict]:
     anchors = _anchors(conn, question)
-    ranked = {"primary": [h.note_id for h in hybrid(conn, question, vector, TOP_K["tier2"])]}
+    ranked = {"primary": [h.note_id for h in hybrid(conn, query, vector, TOP_K["tier2"])]}
     weights = {"primary": 1.0}
     if anchors:
         for anchor, avec in zip(anchors, embed(anchors), strict=True):
@@ -102,9 +117,10 @@ def _tier2(conn: Any, question: str, embed: Callable, vector: np.ndarray) -> tup
     return hits, {"anchors": anchors, "speaker": speaker}
 
 
-def _tier3(conn: Any, tag: str, question: str, embed: Callable, vector: np.ndarray, llm: Any | None) -> tuple[list[Hit], dict]:
+def _tier3(conn: Any, tag: str, question: str, embed: Callable, vector: np.ndarray, llm: Any | None,
+           query: str) -> tuple[list[Hit], dict]:
     k = TOP_K["broad"] if tag == "broad-summarization" else TOP_K["tier3"]
-    hits, info = multi_path(conn, question, vector, 2 * k, llm=llm)  # twice as deep: the speaker may reorder
+    hits, info = multi_path(conn, query, vector, 2 * k, llm=llm)  # twice as deep: the speaker may reorder
     if tag == "temporal-reasoning":
         anchors = preprocess.anchors(question)
         if anchors:
@@ -126,11 +142,12 @@ def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | No
     tier = TIER[tag]
     if tier == 1:
         return Gathered(tag, 1, profile_evidence(conn))
-    vector = embed([question])[0]
+    query = content_query(question, notes.speaker_names(conn))
+    vector = embed([query])[0]
     if tier == 2:
-        hits, info = _tier2(conn, question, embed, vector)
+        hits, info = _tier2(conn, question, embed, vector, query)
     else:
-        hits, info = _tier3(conn, tag, question, embed, vector, llm)
+        hits, info = _tier3(conn, tag, question, embed, vector, llm, query)
     evidence = to_evidence(conn, hits)
     supersedes: dict[int, int] = {}
     if tag in ("conflict-resolution", "constraint-validation", "state-tracking"):

@@ -209,6 +209,12 @@ def speakers(conn: Any, ids: Sequence[int]) -> dict[int, str]:
     return out
 
 
+def speaker_names(conn: Any) -> list[str]:
+    """Every speaker of an active note (a conversation's participants; a notes-only store has none)."""
+    return [row[0] for row in conn.execute(
+        "SELECT DISTINCT speaker FROM notes WHERE status = 'active' AND speaker IS NOT NULL AND speaker != ''")]
+
+
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 

@@ -80,6 +80,8 @@ def test_profile_injection_without_profile_escalates_without_a_model_call(engine
     out = run(eng, llm, "What pet would I like a toy for?", "profile-injection")
     assert out.trace["tier"] == 1 and out.trace["escalated_to"] == "targeted-extraction"
     assert "answer0" not in out.trace["stages"] and out.text == "You adopted a cat named Oscar."
+    # Tier 1 ranked nothing: the ranking the answer came from is the escalation's (what recall@k scores)
+    assert out.trace["used"] and set(out.trace["used"]) <= set(out.trace["retrieved"])
 
 
 def test_temporal_tool_round_is_executed_in_code(engine) -> None:

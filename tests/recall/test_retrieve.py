@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from edgemem.recall import retrieve
+from edgemem.recall import retrieve, tiers
 from edgemem.recall.retrieve import Hit, bm25, hybrid, prefer_speaker, rrf
 from edgemem.store import notes
 from edgemem.store.db import Store
@@ -64,3 +64,43 @@ def test_no_preference_when_the_question_names_nobody_or_both(store) -> None:
     for question in ("Who went to a charity race?", "Did Melanie and Caroline both run?"):
         assert prefer_speaker(store.conn, question, hits, 2) == (hits[:2], None)
     assert prefer_speaker(store.conn, "What did Caroline do?", [], 2) == ([], None)
+
+
+SHORT = [
+    ("Jon", "Agreed!"),
+    ("Jon", "Thanks!"),
+    ("Gina", "Wow, nice spot Jon! Where is it?"),
+    ("Jon", "I've been looking at places for my studio. Oh, I went to Paris yesterday, it was lovely!"),
+    ("Gina", "I love the bakery near my flat."),
+    ("Jon", "What gave you the idea?"),
+]
+
+
+@pytest.fixture
+def chat(tmp_path: Path, embedder):
+    s = Store(tmp_path / "c.db", embed_model=embedder.name, dim=embedder.dim)
+    vectors = embedder.embed([f"{who}: {text}" for who, text in SHORT])  # as ingestion embeds a turn
+    with s.transaction() as conn:
+        for i, ((who, text), vec) in enumerate(zip(SHORT, vectors, strict=True), start=1):
+            notes.insert(conn, raw_ids=[], content=text, embedding=vec, event_time=f"2023-01-0{i}T10:00:00", speaker=who)
+    yield s
+    s.close()
+
+
+def test_the_content_query_drops_the_speakers_names() -> None:
+    speakers = ["Jon", "Gina"]
+    assert tiers.content_query("Which cities has Jon visited?", speakers) == "Which cities has visited?"
+    assert tiers.content_query("What did Gina's bakery sell, and did jon like it?", speakers) == \
+        "What did bakery sell, and did like it?"
+    assert tiers.content_query("Jonathan's car?", speakers) == "Jonathan's car?"  # whole names only
+    assert tiers.content_query("Jon?", speakers) == "Jon?"  # nothing left to match: the question as asked
+    assert tiers.content_query("Where is Ana?", []) == "Where is Ana?"
+
+
+def test_a_speaker_s_name_does_not_pull_their_short_lines_up(chat, embedder) -> None:
+    question = "Which cities has Jon visited?"
+    by_name = hybrid(chat.conn, question, embedder.embed([question])[0], 6)
+    assert by_name[0].note_id != 4  # with the name in the query a content-free line of Jon's wins
+    gathered = tiers.gather(chat.conn, "targeted-extraction", question, embedder.embed)
+    assert gathered.retrieved[0] == 4  # the line about Paris
+    assert gathered.info["speaker"] == "Jon"  # whom it asks about still counts, through the preference
