@@ -107,6 +107,7 @@ def _ask(engine: Any, llm: MeteredLLM, question: Any) -> dict:
     own = stages[rounds[-1]] if rounds else {}
     scored = metrics.score_record({"category": question.category, "prediction": answer.text, "gold": question.gold})
     return {
+        "key": question.key, "route_tag": answer.trace.get("route_tag"), "escalated": bool(answer.trace.get("escalated")),
         "total_ms": total,
         "first_token_ms": (first[0] - t0) * 1000 if first else None,
         "pipeline_tokens": used.prompt_tokens + used.completion_tokens,
@@ -186,6 +187,7 @@ def run_paths(settings: Settings, config: PathsConfig, *, llm: Any = None, embed
         engine.ask("warm-up: what is remembered?")  # loads and warms the model; not timed
         idle = [_ask(engine, shared, q) for q in asked]
         result["ask"] = _summary(idle)
+        result["ask_rows"] = idle  # per question (key, route, timings, score; no text): what the medians hide
         result["rss_mib"]["ask"] = peak_rss_mib()
 
         # 3. a Markdown folder, organised by the worker thread; 4. asks during that backlog
@@ -224,6 +226,7 @@ def run_paths(settings: Settings, config: PathsConfig, *, llm: Any = None, embed
                 "questions": len(busy), "p50_ms": _stats([r["total_ms"] for r in busy])["median"],
                 "idle_p50_ms": _stats([r["total_ms"] for r in same])["median"],
             }
+            result["ask_under_backlog"]["rows"] = busy
             result["ask_under_backlog"]["ratio"] = round(
                 result["ask_under_backlog"]["p50_ms"] / result["ask_under_backlog"]["idle_p50_ms"], 2)
         result["rss_mib"]["peak"] = peak_rss_mib()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from edgemem.eval import bench_paths
 
 
@@ -45,6 +47,10 @@ def test_paths_bench_measures_both_paths(tmp_path, settings, embedder, small_llm
     assert ask["questions"] == 3 and ask["total_ms"]["median"] > 0
     assert ask["pipeline_tokens"]["median"] > 0
     assert ask["category5_abstention"] is not None and ask["mem0_f1"] is not None
+    rows = result["ask_rows"]  # one row per question asked, in order, with what the summary aggregates
+    assert len(rows) == 3 and len({r["key"] for r in rows}) == 3 and all(r["route_tag"] for r in rows)
+    assert sorted(r["total_ms"] for r in rows)[1] == pytest.approx(ask["total_ms"]["median"], abs=1e-3)
+    assert "question" not in rows[0] and "prediction" not in rows[0]  # timings and scores, never the text
     md = result["ingest_markdown"]
     assert md["finished"] and md["left"] == 0 and md["chunks"] >= 1 and md["files"] == 1
     text = bench_paths.format_paths(result)
