@@ -127,6 +127,7 @@ def run(
     ceiling = packer.ceiling_for(llm.n_ctx) if not retrieval_only else packer.ceiling_for(8192)
     count = llm.count_tokens
 
+    nothing_packed = False  # the first attempt packed no note: its escalation needs no model call
     for attempt in (0, 1):
         t = time.perf_counter()
         if evidence is None:

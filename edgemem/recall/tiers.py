@@ -23,7 +23,7 @@ import numpy as np
 
 from edgemem.recall import preprocess
 from edgemem.recall.evidence import Evidence, terms
-from edgemem.recall.retrieve import Hit, hybrid, multi_path, prefer_speaker, rrf
+from edgemem.recall.retrieve import Hit, hybrid, multi_path, prefer_speaker, rrf, with_replies
 from edgemem.store import links, notes, search
 from edgemem.store import profile as profile_store
 from edgemem.text import extract_entities, extract_keywords
@@ -113,7 +113,7 @@ def _tier2(conn: Any, question: str, embed: Callable, vector: np.ndarray, query:
         for anchor, avec in zip(anchors, embed(anchors), strict=True):
             ranked[f"entity:{anchor}"] = [h.note_id for h in hybrid(conn, anchor, avec, TOP_K["base"])]
             weights[f"entity:{anchor}"] = ENTITY_WEIGHT
-    hits, speaker = prefer_speaker(conn, question, rrf(ranked, weights=weights), TOP_K["tier2"])
+    hits, speaker = prefer_speaker(conn, question, with_replies(conn, rrf(ranked, weights=weights)), TOP_K["tier2"])
     return hits, {"anchors": anchors, "speaker": speaker}
 
 
@@ -129,7 +129,7 @@ def _tier3(conn: Any, tag: str, question: str, embed: Callable, vector: np.ndarr
                 ranked[f"anchor:{anchor}"] = [h.note_id for h in hybrid(conn, anchor, avec, TOP_K["base"])]
             hits = rrf(ranked)
             info["anchors"] = anchors
-    hits, info["speaker"] = prefer_speaker(conn, question, hits, k)
+    hits, info["speaker"] = prefer_speaker(conn, question, with_replies(conn, hits), k)
     return hits, info
 
 

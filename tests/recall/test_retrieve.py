@@ -104,3 +104,56 @@ def test_a_speaker_s_name_does_not_pull_their_short_lines_up(chat, embedder) -> 
     gathered = tiers.gather(chat.conn, "targeted-extraction", question, embedder.embed)
     assert gathered.retrieved[0] == 4  # the line about Paris
     assert gathered.info["speaker"] == "Jon"  # whom it asks about still counts, through the preference
+
+
+MEMORIAL = [
+    ("Maria", "How did your kids react when you took them to the military memorial last week?"),
+    ("John", "They were awestruck and humbled."),
+    ("Maria", "I baked bread for the shelter this morning."),
+    ("John", "The kids want to visit a museum next month."),
+    ("Maria", "My puppy is learning to sit."),
+    ("John", "We went hiking on the coast at the weekend."),
+]
+
+
+@pytest.fixture
+def session(tmp_path: Path, embedder):
+    from edgemem.ingest.raw import accept_turns
+    from edgemem.ingest.worker import Worker
+
+    s = Store(tmp_path / "s.db", embed_model=embedder.name, dim=embedder.dim)
+    accept_turns(s, [(who, text, f"2023-05-01T10:0{i}:00", f"D1:{i + 1}") for i, (who, text) in enumerate(MEMORIAL)],
+                 kind="conversation", uri="chat/session_1")
+    accept_turns(s, [(None, "How did your kids react to the memorial? A question in a file.", "2023-05-02T10:00:00", None),
+                     (None, "An unrelated paragraph after it.", "2023-05-02T10:00:00", None)], kind="file", uri="/notes/a.md")
+    Worker(s, None, embedder.embed, steps=[]).drain()
+    yield s
+    s.close()
+
+
+def test_the_reply_to_a_matching_line_is_raised_with_it(session, embedder) -> None:
+    conn = session.conn
+    found = notes.get_many(conn, notes.active_ids(conn))
+
+    def note(text: str) -> int:  # a resolved date may follow a phrase ("last week [...]")
+        (hit,) = [n.id for n in found if n.content.startswith(text[:30])]
+        return hit
+
+    question_line, answer_line, last_line = note(MEMORIAL[0][1]), note(MEMORIAL[1][1]), note(MEMORIAL[-1][1])
+    file_line = note("How did your kids react to the memorial? A question in a file.")
+    # the next line of the same conversation; none after a session's last line, none for a file chunk
+    assert retrieve.next_lines(conn, [question_line, last_line, file_line]) == {question_line: answer_line}
+
+    question = "How did John describe his kids' reaction at the military memorial?"
+    query = tiers.content_query(question, ["John", "Maria"])
+    plain = hybrid(conn, query, embedder.embed([query])[0], 8)
+    ranks = [h.note_id for h in plain]
+    assert ranks[0] == question_line and ranks.index(answer_line) > 2  # the answer shares no word with it
+    own = {h.note_id: h.score for h in plain}[answer_line]
+    raised = retrieve.with_replies(conn, plain)
+    top = {h.note_id: h for h in raised}
+    assert top[answer_line].score == pytest.approx(max(own, plain[0].score * retrieve.REPLY_FACTOR))
+    assert [h.note_id for h in raised].index(answer_line) <= ranks.index(answer_line)
+    tied = retrieve.with_replies(conn, plain, factor=1.0)  # at its line's own score: right behind it
+    assert [h.note_id for h in tied][:2] == [question_line, answer_line] and tied[1].pathways["reply"] == 1
+    assert answer_line in tiers.gather(conn, "targeted-extraction", question, embedder.embed).retrieved[:3]
