@@ -94,8 +94,9 @@ def root(
                                       expose_value=False, help="Print the version and exit."),
 ) -> None:
     """edgemem: remember everything you tell it, answer from it, on your own machine."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s",
-                        stream=_log_stream())
+    if not logging.getLogger().handlers:  # configured once: basicConfig would ignore a second stream anyway
+        logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                            format="%(levelname)s %(name)s: %(message)s", stream=_log_stream())
     overrides = {"home": home, "db_path": db, "model": model, "model_path": model_path, "n_ctx": n_ctx,
                  "n_threads": threads, "n_gpu_layers": gpu_layers}
     ctx.obj = Ctx(overrides, as_json, local)

@@ -216,14 +216,14 @@ def with_replies(conn: Any, hits: list[Hit], top: int = REPLY_TOP, factor: float
     if not replies:
         return hits
     scores = {h.note_id: h for h in hits}
-    for h in hits[:top]:
+    for rank, h in enumerate(hits[:top], start=1):
         reply = replies.get(h.note_id)
         if reply is None:
             continue
         raised = h.score * factor
         held = scores.get(reply)
         if held is None or held.score < raised:
-            scores[reply] = Hit(reply, raised, {**(held.pathways if held else {}), "reply": hits.index(h) + 1})
+            scores[reply] = Hit(reply, raised, {**(held.pathways if held else {}), "reply": rank})
     out = list(scores.values())
     out.sort(key=lambda h: (-h.score, h.note_id))
     return out

@@ -21,13 +21,19 @@ TURNS = [
 ]
 
 
+def store_of(path: Path, embedder, turns: list[tuple[str, str]], month: str) -> Store:
+    """Notes of ``turns``, embedded as ingestion embeds a turn ("Speaker: text"), one a day."""
+    s = Store(path, embed_model=embedder.name, dim=embedder.dim)
+    vectors = embedder.embed([f"{who}: {text}" for who, text in turns])
+    with s.transaction() as conn:
+        for i, ((who, text), vec) in enumerate(zip(turns, vectors, strict=True), start=1):
+            notes.insert(conn, raw_ids=[], content=text, embedding=vec, event_time=f"{month}-0{i}T10:00:00", speaker=who)
+    return s
+
+
 @pytest.fixture
 def store(tmp_path: Path, embedder):
-    s = Store(tmp_path / "r.db", embed_model=embedder.name, dim=embedder.dim)
-    vectors = embedder.embed([f"{who}: {text}" for who, text in TURNS])
-    with s.transaction() as conn:
-        for i, ((who, text), vec) in enumerate(zip(TURNS, vectors, strict=True), start=1):
-            notes.insert(conn, raw_ids=[], content=text, embedding=vec, event_time=f"2023-05-0{i}T10:00:00", speaker=who)
+    s = store_of(tmp_path / "r.db", embedder, TURNS, "2023-05")
     yield s
     s.close()
 
@@ -78,11 +84,7 @@ SHORT = [
 
 @pytest.fixture
 def chat(tmp_path: Path, embedder):
-    s = Store(tmp_path / "c.db", embed_model=embedder.name, dim=embedder.dim)
-    vectors = embedder.embed([f"{who}: {text}" for who, text in SHORT])  # as ingestion embeds a turn
-    with s.transaction() as conn:
-        for i, ((who, text), vec) in enumerate(zip(SHORT, vectors, strict=True), start=1):
-            notes.insert(conn, raw_ids=[], content=text, embedding=vec, event_time=f"2023-01-0{i}T10:00:00", speaker=who)
+    s = store_of(tmp_path / "c.db", embedder, SHORT, "2023-01")
     yield s
     s.close()
 
