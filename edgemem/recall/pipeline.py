@@ -128,6 +128,10 @@ def run(
     count = llm.count_tokens
 
     nothing_packed = False  # the first attempt packed no note: its escalation needs no model call
+    # The first answer was given to someone other than the one asked about: the retry's answer must
+    # be held by a line about them (LoCoMo's adversarial questions swap the speaker; a wider
+    # retrieval otherwise gives the model a second chance to paraphrase past the check).
+    owner_strict = False
     for attempt in (0, 1):
         t = time.perf_counter()
         if evidence is None:
@@ -179,7 +183,8 @@ def run(
         if drafted is not None:
             _report(on_stage, "checking", attempt=attempt)
         t = time.perf_counter()
-        verdict = validator.validate(question, text, packed.text, llm, prefix=drafted.messages if drafted else None)
+        verdict = validator.validate(question, text, packed.text, llm, prefix=drafted.messages if drafted else None,
+                                     owner_strict=owner_strict)
         stages[f"validate{attempt}"] = {"ms": _ms(t), "stage": verdict.stage, "grounded": verdict.grounded,
                                         "tokens": verdict.tokens, "judge": verdict.judge, "reason": verdict.reason,
                                         "cached_tokens": verdict.cached_tokens}
@@ -190,6 +195,7 @@ def run(
             trace["total_ms"] = _ms(start)
             return Outcome(text, cited, trace)
         if attempt == 0:
+            owner_strict = verdict.reason == "other_owner"
             tag = ESCALATION[tag]
             trace["escalated_to"] = tag
             _report(on_stage, "retry", tag=tag)

@@ -169,7 +169,7 @@ def _holding(answer: str, lines: list[_Line]) -> list[_Line]:
     return [line for line, n in zip(lines, shared, strict=True) if n == best]
 
 
-def ownership(question: str, answer: str, context: str) -> str | None:
+def ownership(question: str, answer: str, context: str, *, strict: bool = False) -> str | None:
     """Why the answer belongs to someone other than the owner the question names, or None.
 
     * the answer is the owner itself ("Biscuit" for "Biscuit's vet"), or the asker's own name for a
@@ -184,6 +184,9 @@ def ownership(question: str, answer: str, context: str) -> str | None:
     A line that speaks to the listener ("love your bowls!") gives the thing to the listener; a numeric
     answer ("7 years") is not checked against a name that is only mentioned: "years" alone says
     nothing of whose. With no header on any line nothing can be said of who said what.
+
+    ``strict`` (a retry after an answer was given to someone else): the answer must be held by a line
+    about the owner; an answer no context line holds ("unheld") is not taken on trust a second time.
 
     Measured (previous, narrower rules) on LoCoMo conv-26 with the turns behind the packed notes and
     the gold or adversarial answer: 22 of 47 adversarial questions flagged, 1 of 152 answerable ones."""
@@ -203,8 +206,11 @@ def ownership(question: str, answer: str, context: str) -> str | None:
             if asker and answer_words <= asker:
                 return "answer_is_asker"
     holding = _holding(answer, lines)
-    if not holding or all(line.header is None for line in lines):
+    if all(line.header is None for line in lines):
         return None
+    if not holding:
+        named = owner is not None and not owner.whose and (owner.name is not None or owner.possessive)
+        return "unheld" if strict and named and answer_words else None
     if owner is not None and not owner.whose:
         if owner.name is None:
             if any(line.by_user for line in lines) and not any(line.by_user for line in holding):
@@ -282,14 +288,15 @@ def judge_messages(prefix: list[dict[str, str]], answer: str) -> list[dict[str, 
 
 
 def validate(question: str, answer: str, context: str, llm: Any | None,
-             prefix: list[dict[str, str]] | None = None) -> Verdict:
+             prefix: list[dict[str, str]] | None = None, *, owner_strict: bool = False) -> Verdict:
     """B.3's cascade, cheapest first. ``prefix`` is the answer prompt's messages: the judge then
-    continues that conversation (shared KV prefix) instead of prefilling the context a second time."""
+    continues that conversation (shared KV prefix) instead of prefilling the context a second time.
+    ``owner_strict``: the ownership check in its strict form (:func:`ownership`)."""
     if is_hard_failure(answer):
         return Verdict(False, "hard_failure", judge="skipped: hard failure")
     if rule_quoted(answer, context):
         return Verdict(True, "rule_verdict", judge="skipped: verdict quotes a rule from the context")
-    why = ownership(question, answer, context)
+    why = ownership(question, answer, context, strict=owner_strict)
     if why is not None:
         return Verdict(False, "wrong_owner", judge=f"skipped: {why}", reason=why)
     if is_short(answer):

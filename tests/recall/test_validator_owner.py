@@ -51,6 +51,41 @@ def test_my_question_needs_the_users_own_line() -> None:
 
 
 
+CONVERSATION = (
+    "(8 May 2023, Nate) I took a road trip to Tampa for research on my next game.\n"
+    "(8 May 2023, Joanna) Nice! I stayed home and finished my screenplay."
+)
+
+
+def test_a_retry_after_a_wrong_owner_must_be_held_by_the_owners_line() -> None:
+    question = "Where did Joanna go for a road trip for research?"
+    assert ownership(question, "Tampa", CONVERSATION) == "other_owner"
+    paraphrase = "She drove down the coast to a sunny city"  # no context line holds it
+    assert ownership(question, paraphrase, CONVERSATION) is None
+    assert ownership(question, paraphrase, CONVERSATION, strict=True) == "unheld"
+    assert ownership("Where did Nate go for a road trip?", "Tampa", CONVERSATION, strict=True) is None
+    # Strict asks nothing of a question that names no owner.
+    assert ownership("Where did anyone go on a road trip?", paraphrase, CONVERSATION, strict=True) is None
+    verdict = validate(question, paraphrase, CONVERSATION, None, owner_strict=True)
+    assert (verdict.grounded, verdict.stage, verdict.reason) == (False, "wrong_owner", "unheld")
+
+
+def test_the_retry_of_an_answer_given_to_someone_else_abstains_when_it_only_paraphrases(settings, embedder) -> None:
+    llm = ScriptedLLM(["Tampa", "She drove down the coast to a sunny city"])
+    eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
+    try:
+        for line in CONVERSATION.splitlines():
+            speaker, text = line.split(") ", 1)[0].split(", ")[-1], line.split(") ", 1)[1]
+            eng.remember(text, when="2023-05-08T12:00:00", speaker=speaker, process=True)
+        out = pipeline.run(eng.store.conn, "Where did Joanna go for a road trip for research?", llm=llm,
+                           embed=eng.runtime.embed, router=FixedRouter("targeted-extraction"))
+        assert out.text == ABSTAIN and out.note_ids == []
+        stages = out.trace["stages"]
+        assert (stages["validate0"]["stage"], stages["validate0"]["reason"]) == ("wrong_owner", "other_owner")
+        assert (stages["validate1"]["stage"], stages["validate1"]["reason"]) == ("wrong_owner", "unheld")
+    finally:
+        eng.close()
+
 
 def test_a_whose_thing_question_is_refused_when_the_owner_differs(settings, embedder) -> None:
     llm = ScriptedLLM(["Sam Rivera", "Sam Rivera"])
