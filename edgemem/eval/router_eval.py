@@ -37,10 +37,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from edgemem.errors import BadInput, EdgememError
-from edgemem.eval.metrics import LOCOMO_CATEGORY_NAMES, LOCOMO_CATEGORY_TAGS, router_correct
 import numpy as np
 
+from edgemem.errors import BadInput, EdgememError
+from edgemem.eval.metrics import LOCOMO_CATEGORY_NAMES, LOCOMO_CATEGORY_TAGS, router_correct
 from edgemem.recall import router as router_module
 from edgemem.recall.router import LAYERS, TAGS, Router, parse_examples
 
@@ -146,6 +146,29 @@ def locomo_subset(questions: list[dict[str, Any]], split: str | None, samples: S
     if not questions:
         raise BadInput("no LoCoMo question is left after --split / --samples")
     return questions
+
+
+def locomo_training_examples(embed: Any, paths: Sequence[str | Path], split: str = "tune") -> tuple[tuple[tuple[str, str], ...], str]:
+    """The questions of LoCoMo files' ``split`` as router training examples, and where they came from.
+
+    A LoCoMo category accepts one or two tags (``LOCOMO_CATEGORY_TAGS``); each question is labelled
+    with the accepted tag that a classifier trained on the package examples alone ranks first, so a
+    multi-hop question keeps whichever of targeted-extraction and broad-summarization its wording
+    reads as. Only *tune* conversations may train the shipped classifier: *check* ones report on it."""
+    if split != "tune":
+        raise BadInput("the router is trained on a tune split only; check splits report on it")
+    questions = locomo_subset([q for path in paths for q in load_locomo(path)], split, None)
+    fn = embed.embed if hasattr(embed, "embed") else embed
+    package = router_module.load_examples()  # trained here: the shipped file may already hold these questions
+    base = router_module.train(router_module.features(fn, [q for q, _ in package]),
+                               np.array([TAGS.index(tag) for _, tag in package]))
+    probabilities = base.probabilities(router_module.features(fn, [item["q"] for item in questions]))
+    examples = []
+    for item, p in zip(questions, probabilities, strict=True):
+        accepted = LOCOMO_CATEGORY_TAGS[int(item["category"])]
+        examples.append((item["q"], max(accepted, key=lambda tag: (p[TAGS.index(tag)], tag))))
+    samples = sorted(dict.fromkeys(str(q["sample_id"]) for q in questions))
+    return tuple(examples), f"LoCoMo {split} split ({', '.join(samples)}), {len(examples)} questions"
 
 
 def evaluate(router: Router, items: Iterable[Mapping[str, str]]) -> dict[str, Any]:
