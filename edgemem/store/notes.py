@@ -209,10 +209,21 @@ def speakers(conn: Any, ids: Sequence[int]) -> dict[int, str]:
     return out
 
 
+_SPOKEN = "status = 'active' AND speaker IS NOT NULL AND speaker != ''"  # the notes_speaker index's condition
+
+
 def speaker_names(conn: Any) -> list[str]:
-    """Every speaker of an active note (a conversation's participants; a notes-only store has none)."""
-    return [row[0] for row in conn.execute(
-        "SELECT DISTINCT speaker FROM notes WHERE status = 'active' AND speaker IS NOT NULL AND speaker != ''")]
+    """Every speaker of an active note (a conversation's participants; a notes-only store has none),
+    in byte order. A skip scan: each step seeks the next name in the ``notes_speaker`` index, so the
+    cost grows with the number of speakers, not of notes."""
+    return [row[0] for row in conn.execute(f"""
+        WITH RECURSIVE names(name) AS (
+            SELECT (SELECT speaker FROM notes WHERE {_SPOKEN} ORDER BY speaker LIMIT 1)
+            UNION ALL
+            SELECT (SELECT speaker FROM notes WHERE {_SPOKEN} AND speaker > names.name ORDER BY speaker LIMIT 1)
+            FROM names WHERE names.name IS NOT NULL
+        )
+        SELECT name FROM names WHERE name IS NOT NULL""")]
 
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)

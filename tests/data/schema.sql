@@ -12,6 +12,8 @@ CREATE INDEX notes_cluster ON notes(cluster_id) WHERE status = 'active';
 CREATE INDEX notes_event_time ON notes(event_time);
 -- index notes_raw
 CREATE INDEX notes_raw ON notes(raw_id);
+-- index notes_speaker
+CREATE INDEX notes_speaker ON notes(speaker) WHERE status = 'active' AND speaker IS NOT NULL AND speaker != '';
 -- index ops_note
 CREATE INDEX ops_note ON ops(note_id);
 -- index profile_key

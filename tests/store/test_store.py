@@ -144,3 +144,20 @@ def test_damaged_edgemem_store_gives_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as err:
         Store(path, embed_model="x", dim=8)
     assert "\n" not in str(err.value)
+
+
+def test_speaker_names_skip_through_the_speaker_index(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db", embed_model="all-MiniLM-L6-v2", dim=384) as store:
+        conn = store.conn
+        rows = [("Nate", "active"), ("Joanna", "active"), ("Nate", "active"), ("", "active"), (None, "active"),
+                ("Zed", "forgotten"), ("Audrey", "merged"), ("Ängel", "active")]
+        for number, (speaker, status) in enumerate(rows):
+            conn.execute("INSERT INTO notes (content, speaker, status, event_time, created_at, updated_at) "
+                         "VALUES (?, ?, ?, '2024-01-01', '2024-01-01', '2024-01-01')", (f"line {number}", speaker, status))
+        assert notes.speaker_names(conn) == ["Joanna", "Nate", "Ängel"]
+        plan = " ".join(str(tuple(r)) for r in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT speaker FROM notes WHERE status = 'active' AND speaker IS NOT NULL "
+            "AND speaker != '' AND speaker > 'A' ORDER BY speaker LIMIT 1"))
+        assert "notes_speaker" in plan
+    with Store(tmp_path / "empty.db", embed_model="all-MiniLM-L6-v2", dim=384) as store:
+        assert notes.speaker_names(store.conn) == []
