@@ -10,7 +10,9 @@ conversation, nor a paraphrase of one).
 
 LoCoMo: ``conv-26`` and ``conv-30`` were already used for tuning in earlier work, so they can
 only be *tune*; ``conv-41`` joins them. ``conv-42``, ``conv-43`` and ``conv-44`` are *check*.
-The personal set (``eval/data/personal.json``): two personas tune, two check.
+The personal set (``eval/data/personal.json``): two personas tune, two check. The check personas
+were read while tuning in the fifth session, so two fresh ones (``eval/data/personal-fresh.json``,
+written with their keys by a helper that saw no edgemem code) are check as well.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ SPLITS: dict[str, str] = {
     "persona-tom": TUNE,
     "persona-priya": CHECK,
     "persona-jonas": CHECK,
+    "persona-ines": CHECK,
+    "persona-kwame": CHECK,
 }
 
 

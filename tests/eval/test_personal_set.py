@@ -17,11 +17,12 @@ from edgemem.ingest.dates import parse_when
 from edgemem.recall.router import TAGS
 
 PERSONAL = Path(str(files("edgemem.eval") / "data" / "personal.json"))
+FRESH = Path(str(files("edgemem.eval") / "data" / "personal-fresh.json"))  # two check personas written later
 
 
 @pytest.fixture(scope="module")
 def samples() -> list[dict]:
-    return json.loads(PERSONAL.read_text(encoding="utf-8"))
+    return [sample for path in (PERSONAL, FRESH) for sample in json.loads(path.read_text(encoding="utf-8"))]
 
 
 def _sessions(sample: dict) -> list[int]:
@@ -30,10 +31,13 @@ def _sessions(sample: dict) -> list[int]:
 
 
 def test_loads_through_the_locomo_loader(samples):
-    conversations = locomo.load(PERSONAL, max_file_bytes=10_000_000, max_text_bytes=100_000)
+    conversations = [c for path in (PERSONAL, FRESH)
+                     for c in locomo.load(path, max_file_bytes=10_000_000, max_text_bytes=100_000)]
     assert [c.id for c in conversations] == [s["sample_id"] for s in samples]
     assert len(conversations) >= 3
     assert sum(len(c.questions) for c in conversations) >= 150
+    fresh = [c.id for c in locomo.load(FRESH, max_file_bytes=10_000_000, max_text_bytes=100_000)]
+    assert fresh == ["persona-ines", "persona-kwame"] and {splits.split_of(i) for i in fresh} == {"check"}
 
 
 def test_shape_of_each_persona(samples):
