@@ -20,7 +20,7 @@ parse. edgemem puts a classifier between the rules and the model and drops the k
 The classifier is trained on ``data/router_examples.jsonl``: ~930 hand-written questions and the
 95 questions of the personal set's *tune* split (marked ``"from"``; never a *check* conversation),
 and on the 497 questions of LoCoMo's *tune* conversations (conv-26, 30, 41), which are LoCoMo's
-data and so are not shipped: ``python -m edgemem.recall.router --locomo PATH …`` reads them from
+data and so are not shipped: ``python -m edgemem.eval.router_train --locomo PATH …`` reads them from
 the dev files and labels each with the tag its category accepts. The package ships the classifier
 already trained (``data/router_classifier.npz``): embedding the examples costs ~14 s on a 2-core
 CPU, too much for a daemon's first query, while the weights are 50 KB. The file records the
@@ -40,7 +40,6 @@ import io
 import json
 import logging
 import re
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -659,38 +658,3 @@ def rebuild(embed: Any, path: str | Path | None = None, *, extra: Sequence[tuple
     _stored.cache_clear()
     return {"path": str(target), "examples": len(examples), "sha256": examples_digest(examples),
             "extra": len(extra), "extra_source": extra_source}
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m edgemem.recall.router [--locomo PATH ...]``: retrain the shipped classifier with the
-    default embedder, on the package examples and, with ``--locomo``, the questions of those LoCoMo
-    files' *tune* conversations (labelled by :func:`edgemem.eval.router_eval.locomo_training_examples`)."""
-    import argparse
-
-    from edgemem import config
-    from edgemem.errors import EdgememError
-    from edgemem.runtime.runtime import Runtime
-
-    parser = argparse.ArgumentParser(prog="python -m edgemem.recall.router", description=main.__doc__.split("\n")[0])
-    parser.add_argument("--locomo", metavar="PATH", action="append", default=[],
-                        help="also train on this LoCoMo file's tune-split questions (repeatable)")
-    args = parser.parse_args(argv)
-    runtime = Runtime(config.load())
-    try:
-        extra: tuple[tuple[str, str], ...] = ()
-        source = ""
-        if args.locomo:
-            from edgemem.eval import router_eval
-
-            extra, source = router_eval.locomo_training_examples(runtime.embedder, args.locomo)
-        print(json.dumps(rebuild(runtime.embedder, extra=extra, extra_source=source), indent=2))
-    except EdgememError as exc:
-        print(f"edgemem: {exc}", file=sys.stderr)
-        return exc.exit_code
-    finally:
-        runtime.close()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

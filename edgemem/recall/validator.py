@@ -43,7 +43,7 @@ class Verdict:
     score: float | None = None
     tokens: int = 0
     judge: str = "skipped"  # "ran" | "ran (shared prefix)" | "skipped: <why>"
-    reason: str | None = None  # wrong_owner's reason: answer_is_owner, other_owner, off_topic …
+    reason: str | None = None  # wrong_owner's reason: answer_is_owner, other_owner, off_topic, unheld …
     cached_tokens: int = 0  # judge prompt tokens the KV cache already held
 
 

@@ -230,9 +230,9 @@ def test_two_routers_decide_identically(embedder) -> None:
 
 def test_package_classifier_matches_the_examples() -> None:
     stored = router_module._stored()
-    assert stored is not None, "run python -m edgemem.recall.router to build the classifier file"
+    assert stored is not None, "run python -m edgemem.eval.router_train --locomo … to build the classifier file"
     assert str(stored["examples_sha256"]) == router_module.examples_digest(load_examples()), (
-        "router_examples.jsonl changed: rebuild with python -m edgemem.recall.router"
+        "router_examples.jsonl changed: rebuild with python -m edgemem.eval.router_train --locomo …"
     )
     assert tuple(stored["lexical"].tolist()) == router_module.LEXICAL_FEATURES
 
@@ -584,3 +584,14 @@ def test_locomo_file_errors_are_bad_input(tmp_path: Path) -> None:
 def test_route_is_a_plain_record() -> None:
     route = Route("state-tracking", "classifier", 0.8, {"rules": []})
     assert route.as_dict() == {"tag": "state-tracking", "layer": "classifier", "confidence": 0.8, "detail": {"rules": []}}
+
+
+def test_router_train_refuses_a_missing_locomo_file_and_keeps_the_classifier(tmp_path, capsys) -> None:
+    from edgemem.eval import router_train
+
+    shipped = Path(router_module.__file__).with_name("data") / "router_classifier.npz"
+    before = shipped.read_bytes()
+    assert router_train.main(["--locomo", str(tmp_path / "missing.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("edgemem: cannot read LoCoMo file") and "\n" not in err
+    assert shipped.read_bytes() == before
