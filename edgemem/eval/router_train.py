@@ -14,6 +14,8 @@ import json
 import sys
 from collections.abc import Sequence
 
+import numpy as np
+
 from edgemem.errors import EdgememError
 from edgemem.eval.router_eval import locomo_training_examples
 from edgemem.recall.router import rebuild
@@ -30,12 +32,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     from edgemem.runtime.runtime import Runtime
 
     runtime = Runtime(config.load())
+    vectors: dict[str, np.ndarray] = {}
+
+    def embed(texts: list[str]) -> np.ndarray:
+        """The embedder, each text once: labelling and training embed the same package examples."""
+        missing = [t for t in dict.fromkeys(texts) if t not in vectors]
+        if missing:
+            vectors.update(zip(missing, np.asarray(runtime.embedder.embed(missing)), strict=True))
+        return np.array([vectors[t] for t in texts])
+
     try:
         extra: tuple[tuple[str, str], ...] = ()
         source = ""
         if args.locomo:
-            extra, source = locomo_training_examples(runtime.embedder, args.locomo)
-        print(json.dumps(rebuild(runtime.embedder, extra=extra, extra_source=source), indent=2))
+            extra, source = locomo_training_examples(embed, args.locomo)
+        print(json.dumps(rebuild(embed, extra=extra, extra_source=source), indent=2))
     except EdgememError as exc:
         print(f"edgemem: {exc}", file=sys.stderr)
         return exc.exit_code
