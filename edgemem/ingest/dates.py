@@ -66,7 +66,7 @@ count when capitalised and in a date-shaped context: a day number, a year, or a 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from typing import Callable, Optional
 
@@ -269,6 +269,7 @@ _FUTURE_MARKERS = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"[.!?\n]")
+_LABEL_COLON = re.compile(r":(?=\s)")
 # A past form right after a present "be" or "get" is a participle, not a past tense: "is getting
 # married", "we're booked", "the party is held on ...". ("has/have + -ed", the present perfect, stays
 # past: the event is done.)
@@ -279,8 +280,12 @@ _PARTICIPLE_AFTER = re.compile(
 
 
 def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
-    """'past', 'future' or None for the sentence holding text[begin:stop], by the nearest marker."""
+    """'past', 'future' or None for the sentence holding text[begin:stop], by the nearest marker.
+
+    A label before a colon is not the tense of what follows it: "Updated: your return flight is now
+    17 September", "Booked: out 11 September" report a plan."""
     left = max((m.end() for m in _SENTENCE_END.finditer(ctx.text, 0, begin)), default=0)
+    left = max([left] + [m.end() for m in _LABEL_COLON.finditer(ctx.text, left, begin)])
     right_match = _SENTENCE_END.search(ctx.text, stop)
     right = right_match.start() if right_match else len(ctx.text)
     best: tuple[int, str] | None = None
@@ -575,10 +580,15 @@ def _relative_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     return _make(m, day, day, "day")
 
 
+_HABITUAL_PART = re.compile(r"\s+(?:mornings|afternoons|evenings|nights)\b", re.IGNORECASE)
+
+
 def _bare_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     abbreviated = m.group("wd").lower() not in _WEEKDAY_FULL
     if not _weekday_ok(m.group("wd")) or (abbreviated and not m.group("on")):
         return None  # a lone "Sun" or "Wed" is too often something else
+    if _HABITUAL_PART.match(ctx.text, m.end("p")):
+        return None  # "pottery on Tuesday evenings", "no meetings on Friday afternoons": every week
     tense = _tense(ctx, m.start(), m.end())
     weekday = _weekday_index(m)
     if tense is None:
@@ -619,6 +629,22 @@ def _day_month(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     chosen = _choose(_yearly(month, day_number, ctx), ctx, _reading(m, ctx))
     if chosen is None:
         return None  # 31 June is no day in any year
+    return _make(m, *chosen, "day")
+
+
+def _weekday_date(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    """"Thursday 11 September", "Wed, Sept 17": the weekday says which year. Of the occurrences
+    around the event date whose weekday is the one written, the tense picks as for a plain date
+    (see _choose); when the tense allows none of them, the nearest one. A weekday that fits no
+    nearby year (a slip) leaves the date to the day-month reading."""
+    if not _month_ok(m.group("m")) or not _weekday_ok(m.group("wd")):
+        return None
+    month, day_number = _month_number(m.group("m")), int(m.group("d"))
+    weekday = _weekday_index(m)
+    spans = [s for s in _yearly(month, day_number, ctx) if s[0].weekday() == weekday]
+    if not spans:
+        return _day_month(m, ctx)
+    chosen = _choose(spans, ctx, _reading(m, ctx)) or _choose(spans, ctx, None)
     return _make(m, *chosen, "day")
 
 
@@ -798,6 +824,8 @@ _RULES: list[tuple[re.Pattern, _Rule]] = [
     _rule(rf"\b(?P<p>(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR})\b", _full_date),
     _rule(rf"\b(?P<p>{_MONTH}\s+{_DAY},?\s+{_YEAR})\b", _full_date),
     _rule(r"\b(?P<p>(?P<y>(?:19|20)\d\d)-(?P<m>\d\d)-(?P<d>\d\d))\b", _full_date),
+    _rule(rf"\b(?P<p>{_WEEKDAY},?\s+(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH})(?!\w)", _weekday_date),
+    _rule(rf"\b(?P<p>{_WEEKDAY},?\s+{_MONTH}\s+{_DAY})\b(?![:.,]?\d)", _weekday_date),
     _rule(rf"\b(?P<p>(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH})(?!\w)", _day_month),
     _rule(rf"\b(?P<p>{_MONTH}\s+{_DAY})\b(?![:.,]?\d)", _day_month),
     _rule(rf"\b(?P<p>{_MONTH},?\s+{_YEAR})\b", _month_year),
@@ -831,10 +859,45 @@ def _find(text: str, event_time: datetime) -> list[_Found]:
     # beats "May 2023". A rule that declines a match ("I may go") frees its span for the others.
     candidates.sort(key=lambda c: (c[0] - c[1], c[0], c[3]))
     taken: list[_Found] = []
+    ordinals: set[int] = set()  # begins of "on the 27th" phrases: their month may be written before
     for begin, stop, end, _, m, handler in candidates:
         if any(begin < t.stop and t.begin < stop for t in taken):
             continue
         resolved = handler(m, ctx)
         if resolved is not None:
             taken.append(_Found(begin, stop, end, resolved))
-    return sorted(taken, key=lambda t: t.begin)
+            if handler is _ordinal_day:
+                ordinals.add(begin)
+    taken.sort(key=lambda t: t.begin)
+    for i, found in enumerate(taken):
+        if found.begin in ordinals and i > 0:
+            taken[i] = _month_from(taken[i - 1], found, ctx)
+    return taken
+
+
+_MONTH_IN_PHRASE = re.compile(_MONTH, re.IGNORECASE)
+
+
+def _month_from(before: _Found, found: _Found, ctx: _Context) -> _Found:
+    """"flying out 21 December and back on the 27th": a day of the month alone, in the sentence of a
+    date that names its month, is in that month (the next one when the day has passed: "from 28 March
+    to the 2nd"), unless that puts a past-tense day after the event date. Otherwise it keeps the month
+    its tense gave it (_ordinal_day)."""
+    if not _MONTH_IN_PHRASE.search(before.date.phrase) or before.date.granularity != "day":
+        return found
+    if _SENTENCE_END.search(ctx.text, before.end, found.begin) is not None:
+        return found
+    base = before.date.end
+    first, last = found.date.start.day, found.date.end.day
+    for offset in (0, 1):
+        month = base.replace(day=1) + relativedelta(months=offset)
+        try:
+            start, end = month.replace(day=first), month.replace(day=last)
+        except ValueError:
+            continue  # no 31st in this month
+        if start >= base:
+            if start > ctx.day and _tense(ctx, found.begin, found.stop) == "past":
+                return found  # "moved to 4 March, they had a staff thing on the 27th": not ahead
+            resolved = replace(found.date, start=start, end=end)
+            return replace(found, date=resolved)
+    return found

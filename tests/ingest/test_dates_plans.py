@@ -149,3 +149,71 @@ def test_a_range_keeps_its_span_in_iso_form():
     found = resolve_dates("We are going 18 to 22 June", MON_19_JAN_2026)[0]
     assert found == ResolvedDate("18 to 22 June", date(2026, 6, 18), date(2026, 6, 22), "day", False, True)
     assert found.iso() == ("2026-06-18", "2026-06-22")
+
+
+# A weekday written with the date says which year: "Booked: out Thursday 11 September" is a past
+# verb, and the plain-date reading would file the flight a year back. 11 September 2025 is a Thursday.
+TUE_18_MAR_2025 = datetime(2025, 3, 18, 18, 40)
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    ("Booked: out Thursday 11 September, back Tuesday 16 September.", TUE_18_MAR_2025,
+     [("Thursday 11 September", date(2025, 9, 11)), ("Tuesday 16 September", date(2025, 9, 16))]),
+    ("Filling booked for Monday 4 August at 11", TUE_18_MAR_2025,
+     [("Monday 4 August", date(2025, 8, 4))]),
+    ("The meeting was on Wed, Sept 17", datetime(2025, 10, 1, 9, 0),
+     [("Wed, Sept 17", date(2025, 9, 17))]),
+    # Past tense, and the weekday fits only the occurrence before the event date.
+    ("I went to the dentist on Friday 21 March", datetime(2026, 1, 5, 9, 0),
+     [("Friday 21 March", date(2025, 3, 21))]),
+    # A plan: the coming occurrence, which is a Monday.
+    ("Dinner on Monday 3 March", datetime(2025, 2, 10, 9, 0),
+     [("Monday 3 March", date(2025, 3, 3))]),
+])
+def test_a_weekday_picks_the_year(text, when, expected):
+    assert [(d.phrase, d.start) for d in resolve_dates(text, when)] == expected
+
+
+def test_a_weekday_that_fits_no_nearby_year_falls_back_to_the_plain_date():
+    # 29 February is a Thursday in 2024 and a Tuesday in 2028, never a Sunday from 2022 to 2030: the
+    # plain reading decides (the nearest occurrence, 681 days back against 780 ahead).
+    got = resolve_dates("Party on Sunday 29 February", datetime(2026, 1, 10, 9, 0))
+    assert [(d.phrase, d.start) for d in got] == [("Sunday 29 February", date(2024, 2, 29))]
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    # Said in November: "the 27th" alone would be 27 November; the sentence's month is December.
+    ("so now flying out 21 December and back on the 27th", datetime(2025, 11, 14, 21, 0),
+     "so now flying out 21 December [21 December 2025] and back on the 27th [27 December 2025]"),
+    # The day has passed in the written month: the next month.
+    ("away from 28 March until the 2nd", datetime(2026, 1, 10, 9, 0),
+     "away from 28 March [28 March 2026] until the 2nd [2 April 2026]"),
+    # Another sentence: the month is not carried over.
+    ("Out 21 December. Back on the 27th.", datetime(2025, 11, 14, 21, 0),
+     "Out 21 December [21 December 2025]. Back on the 27th [27 November 2025]."),
+])
+def test_a_day_of_the_month_takes_the_month_written_before_it(text, when, expected):
+    assert annotate(text, when) == expected
+
+
+def test_a_label_before_a_colon_is_not_the_tense_of_the_plan_after_it() -> None:
+    said = datetime(2025, 10, 21, 9, 0)
+    assert annotate("Noted: Dublin, 23 to 28 December.", said) == "Noted: Dublin, 23 to 28 December [23–28 December 2025]."
+    said = datetime(2025, 2, 22, 9, 0)
+    assert annotate("Saved: Mum's birthday is 9 March.", said) == "Saved: Mum's birthday is 9 March [9 March 2025]."
+    # Without the colon the verb is the sentence's tense: the March just gone.
+    assert annotate("I saved the date, 9 March.", said) == "I saved the date, 9 March [9 March 2024]."
+
+
+def test_a_past_day_of_the_month_does_not_take_a_later_month() -> None:
+    said = datetime(2025, 2, 22, 9, 0)
+    text = "the booster is moved to 4 March, they had a staff thing on the 27th"
+    assert annotate(text, said) == ("the booster is moved to 4 March [4 March 2025], they had a staff thing on the "
+                                    "27th [27 January 2025]")
+
+
+def test_a_weekday_with_a_plural_part_of_day_is_every_week() -> None:
+    said = datetime(2025, 7, 22, 9, 0)
+    assert resolve_dates("From September: pottery on Tuesday evenings, Wednesday evenings free.", said) == []
+    assert resolve_dates("no meetings on Friday afternoons", said) == []
+    assert [d.start for d in resolve_dates("the dentist is on Friday afternoon", said)] == [date(2025, 7, 25)]
