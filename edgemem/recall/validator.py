@@ -74,6 +74,9 @@ _CONTRACTED = frozenset("what that it he she there here who where when how let w
 _SELF = re.compile(r"\b(?:my|mine|me|I|myself|I'm|I've)\b")
 _WHOSE = re.compile(r"\bwhose\b", re.IGNORECASE)
 _USER_SPEAKERS = frozenset({"user", "me", "i", "myself"})
+# A chat with an assistant (an imported ChatGPT history, a transcript with "Assistant:" turns): its
+# other speaker is the user, whatever name the transcript gives them.
+_ASSISTANT_SPEAKERS = frozenset({"assistant", "edgemem", "ai", "bot", "chatbot", "chatgpt", "model", "system"})
 _ASKER_NAME = re.compile(r"^user\b[^:]*\bname\b[^:]*:\s*(.+?)\s*\(\w+\)\s*$", re.IGNORECASE)
 
 
@@ -88,15 +91,24 @@ class _Line:
     speaker: str | None  # the header's last part when it is not a date or a kind
     body: str
 
-    @property
-    def by_user(self) -> bool:
-        """Said or written by the user: a header with no speaker (a remembered note), the user's
-        own speaker label, or a profile line about the user."""
+    def by_user(self, users: frozenset[str] = _USER_SPEAKERS) -> bool:
+        """Said or written by the user: a header with no speaker (a remembered note), one of the
+        ``users`` speaker labels (lower case), or a profile line about the user."""
         if self.header is None:
             return False
         if self.body.lower().startswith("user —"):
             return True
-        return self.speaker is None or self.speaker.lower() in _USER_SPEAKERS
+        return self.speaker is None or self.speaker.lower() in users
+
+
+def _user_labels(lines: list[_Line]) -> frozenset[str]:
+    """The speaker labels that are the user: "user", "me" …, and, where an assistant speaks in the
+    context, the one other speaker ("Maya" talking to "Assistant")."""
+    spoken = {line.speaker.lower() for line in lines if line.speaker}
+    others = spoken - _ASSISTANT_SPEAKERS
+    if spoken & _ASSISTANT_SPEAKERS and len(others) == 1:
+        return _USER_SPEAKERS | frozenset(others)
+    return _USER_SPEAKERS
 
 
 def _parse(line: str) -> _Line:
@@ -213,13 +225,14 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
         return "unheld" if strict and named and answer_words else None
     if owner is not None and not owner.whose:
         if owner.name is None:
-            if any(line.by_user for line in lines) and not any(line.by_user for line in holding):
+            users = _user_labels(lines)
+            if any(line.by_user(users) for line in lines) and not any(line.by_user(users) for line in holding):
                 return "other_owner"
         elif not (re.search(r"\d", answer) and not owner.possessive):
             for line in holding:
                 if _names(line, owner.name) or line.header is None:
                     break
-                if line.speaker and not line.by_user and _YOU.search(line.body):
+                if line.speaker and not line.by_user(_user_labels(lines)) and _YOU.search(line.body):
                     break  # "love your bowls!" gives them to the listener
                 if not owner.possessive and line.speaker is None:
                     break  # a name only mentioned in the question: a note without a speaker may be theirs

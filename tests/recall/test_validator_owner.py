@@ -51,6 +51,18 @@ def test_my_question_needs_the_users_own_line() -> None:
 
 
 
+def test_in_a_chat_with_an_assistant_the_other_speaker_is_the_user() -> None:
+    chat = ("(2 May 2025, Maya) new favourite place near the flat: Oyster & Oak on Beech Road\n"
+            "(2 May 2025, Assistant) Oyster & Oak, noted as a favourite.\n"
+            "(3 May 2025, Assistant) Hannah's favourite is the Pizza Hut on Deansgate.")
+    assert ownership("that fish place near my flat I liked, what was it called", "Oyster & Oak", chat) is None
+    assert ownership("What's my favourite place?", "Pizza Hut", chat) == "other_owner"
+    # Two people besides the assistant: neither is taken for the user, so no line is the user's own
+    # and the check cannot refuse anything.
+    three = chat + "\n(4 May 2025, Hannah) mine is Pizza Hut"
+    assert ownership("What's my favourite place?", "Pizza Hut", three) is None
+
+
 CONVERSATION = (
     "(8 May 2023, Nate) I took a road trip to Tampa for research on my next game.\n"
     "(8 May 2023, Joanna) Nice! I stayed home and finished my screenplay."
