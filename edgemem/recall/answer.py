@@ -34,11 +34,15 @@ class Drafted:
 
 
 def system_prompt(tag: str, question: str = "") -> str:
-    """The tag's B.2 prompt and the grounding instruction. A constraint question asks for a Yes/No
+    """The tag's B.2 prompt, its tools' instructions when the question may use them
+    (:func:`edgemem.recall.tools.tools_for`), and the grounding instruction. A constraint question asks for a Yes/No
     verdict only when it proposes something: told to open with "Yes — " or "No — ", the model did so
     for "What does Melanie do to keep herself busy …?" too."""
     name = "constraint-proposal" if tag == "constraint-validation" and is_proposal(question) else tag
-    return f"{prompts.render('answer_' + name)}\n{prompts.render('answer_grounding')}"
+    head = prompts.render("answer_" + name)
+    if tools.tools_for(tag, question):  # how to call them, only where a tool may be called
+        head = f"{head.rstrip()} {prompts.render('answer_tools_' + tag)}"
+    return f"{head}\n{prompts.render('answer_grounding')}"
 
 
 def messages_for(tag: str, question: str, context: str) -> list[dict[str, str]]:
@@ -103,7 +107,7 @@ def answer(llm: Any, tag: str, question: str, context: str, evidence: Sequence[E
             on_token(decided.text)
         return Drafted(text=decided.text, messages=messages, rule=decided)
     out = Drafted(text="")
-    allowed = tools.TAG_TOOLS.get(tag, ())
+    allowed = tools.tools_for(tag, question)
     while True:
         stream = _ToolLineFilter(on_token)
         result = llm.complete(messages, max_tokens=ANSWER_TOKENS, on_token=stream)
@@ -304,8 +308,10 @@ def _applies(question: str, sentence: str) -> str | None:
 
 
 def is_proposal(question: str) -> bool:
-    """A yes/no question about doing something: "Can we meet on Friday?", "Is it ok to order pizza?"."""
-    return bool(_PROPOSAL.search(question)) and not _WH.match(question)
+    """A yes/no question about doing something: "Can we meet on Friday?", "Is it ok to order pizza?".
+    What is proposed may be told first and asked last: "The US team wants a call at 9am on Tuesday.
+    Can I take it?" — each sentence of the question is read on its own."""
+    return any(_PROPOSAL.search(part) and not _WH.match(part) for part in _SENTENCES.split(question.strip()))
 
 
 def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | None = None) -> RuleVerdict | None:

@@ -30,7 +30,7 @@ from edgemem.recall.evidence import Evidence, jaccard, terms
 from edgemem.text import day_label
 
 __all__ = [
-    "MAX_TOOL_ROUNDS", "TOOL_NAMES", "TAG_TOOLS", "ERROR_PREFIX", "RESULT_PREFIX",
+    "MAX_TOOL_ROUNDS", "TOOL_NAMES", "TAG_TOOLS", "tools_for", "ERROR_PREFIX", "RESULT_PREFIX",
     "ToolCall", "Count", "CountedEvent", "Grounded", "parse_tool_call", "execute", "parse_date",
     "parse_span", "dates_in_text", "known_days", "ground", "ground_operands", "format_events",
     "days_between", "weeks_between", "months_between", "count_occurrences",
@@ -47,6 +47,22 @@ TAG_TOOLS = {
     "temporal-reasoning": ("days_between", "weeks_between", "months_between"),
     "broad-summarization": ("count_occurrences",),
 }
+# The tools compute numbers: a count, a duration. A question that asks for none ("What's happening
+# in December?", "Give me a rundown of the wedding") gets no tool, and its prompt offers none: offered
+# the counter, the 1.5B model answered such questions with "5" or "December is mentioned 12 times".
+_ASKS_QUANTITY = re.compile(
+    r"\bhow\s+(?:many|much|long|often|old|far|soon)\b|\b(?:number|count)\s+of\b|\bhow\s+frequently\b",
+    re.IGNORECASE,
+)
+
+
+def tools_for(tag: str, question: str) -> tuple[str, ...]:
+    """The tools the answer agent may call for ``question`` under ``tag``: the tag's (Appendix B.2)
+    when the question asks for a quantity, none otherwise."""
+    allowed = TAG_TOOLS.get(tag, ())
+    return allowed if allowed and _ASKS_QUANTITY.search(question) else ()
+
+
 _ARITY = {"days_between": 2, "weeks_between": 2, "months_between": 2, "count_occurrences": 1}
 
 

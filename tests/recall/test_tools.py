@@ -191,3 +191,23 @@ def test_garbage_never_raises_into_the_pipeline(reply: str, fails: bool) -> None
     result = execute(call, CAMPING)
     assert isinstance(result, str) and result
     assert result.startswith(ERROR_PREFIX) == fails, result
+
+
+def test_tools_are_offered_only_to_questions_that_ask_for_a_number() -> None:
+    from edgemem.recall.answer import answer, system_prompt
+    from edgemem.recall.tools import tools_for
+    from edgemem.runtime.fake import ScriptedLLM
+
+    assert tools_for("broad-summarization", "How many books have I finished this year?") == ("count_occurrences",)
+    assert tools_for("broad-summarization", "Give me a rundown of everything around Nina's wedding.") == ()
+    assert tools_for("temporal-reasoning", "How long did the rewire take?") == (
+        "days_between", "weeks_between", "months_between")
+    assert tools_for("temporal-reasoning", "When is my sister's wedding?") == ()
+    assert tools_for("targeted-extraction", "How many cats do I have?") == ()
+    assert "count_occurrences" not in system_prompt("broad-summarization", "What's happening in December?")
+    assert "count_occurrences" in system_prompt("broad-summarization", "How many parkruns have I done?")
+    # A call the question gives no use for is not executed: its line is dropped, no second round.
+    llm = ScriptedLLM(["TOOL: count_occurrences | December"])
+    drafted = answer(llm, "broad-summarization", "What's happening in December?", "(1 Dec 2025) Christmas in Dublin",
+                     [Evidence(1, "Christmas in Dublin", "2025-12-01")])
+    assert drafted.tool_calls == [] and len(llm.calls) == 1 and drafted.text == ""
