@@ -268,14 +268,34 @@ def _subject_label(current: Evidence, older: Sequence[Evidence], subject: dict[i
     return f" about {', '.join(unique)}" if unique else ""
 
 
+# Words that ask "as of now" rather than name the subject ("Is pottery still on Wednesdays?").
+_NOW_TERMS = terms("still now these days currently current latest anymore nowadays today right")
+
+
+def _latest(question: str, evidence: Sequence[Evidence]) -> list[str]:
+    """The newest statement on what the question asks about, quoted: of the items sharing the most
+    of the question's content terms, the one said last. The pairwise grouping (:func:`_mark_stale`)
+    misses a changed value worded anew ("my number if you need it: 07700 900118" / "new number, the
+    old one's cancelled: 07700 900412" share one word of six); the question names the subject."""
+    asked = terms(question) - _NOW_TERMS
+    current = [e for e in evidence if e.kind == "raw" and not e.stale]
+    shared = {e.note_id: len(asked & (terms(e.text) | terms(e.speaker or ""))) for e in current}
+    best = max(shared.values(), default=0)
+    if best == 0:
+        return []
+    newest = max((e for e in current if shared[e.note_id] == best), key=_said)
+    text = " ".join(newest.text.split())
+    text = text if len(text) <= 200 else text[:199] + "…"
+    return [f"Latest on what is asked: {newest.header()} {text}"]
+
+
 def recency(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[int, int] | None = None) -> Prepared:
     """Recency filter (A.2): the newest statement on a subject is current, older ones are marked
     "(outdated as of <date>)". Output is sorted by time said, newest last (the B.2 conflict prompt
     reads "the most recent entries appear last")."""
-    del question  # the subject comes from the evidence; kept for the common signature
     subject = {e.note_id: terms(e.text) for e in evidence}
     marked, conflicts = _mark_stale(evidence, supersedes, subject)
-    facts = []
+    facts = _latest(question, marked)
     for current, older in sorted(conflicts, key=lambda c: _said(c[0])):
         days = ", ".join(dict.fromkeys(day_label(e.day) for e in sorted(older, key=_said) if e.day))
         facts.append(
@@ -448,6 +468,8 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
     if len(facts) > TIMELINE_MAX:
         half = TIMELINE_MAX // 2
         facts = facts[:half] + facts[-(TIMELINE_MAX - half):]
+    # "How many parkruns have I done?" tracks a count, not a state: the distinct events come first.
+    facts = _count_facts(question, ordered)[:1] + facts
     kept_ids = {id(e) for e in kept}
     dropped = [e.note_id for e in evidence if id(e) not in kept_ids]
     return Prepared("state-tracking", ordered, facts, dropped)

@@ -147,6 +147,7 @@ def test_recency_filter_marks_the_older_statement_stale() -> None:
     assert lines[1] == "(15 May 2023, Caroline) I work as a nurse at the hospital. (outdated as of 1 July 2023)"
     assert lines[2] == "(1 June 2023, Caroline) My favourite colour is green now."
     assert prepared.facts == [
+        "Latest on what is asked: (1 June 2023, Caroline) My favourite colour is green now.",  # not Melanie's red
         "Most recent about favourite, colour: (1 June 2023, Caroline); outdated: 1 May 2023",
         "Most recent: (1 July 2023, Caroline); outdated: 15 May 2023",
     ]
@@ -168,7 +169,7 @@ def test_recency_filter_marks_a_note_superseded_outside_the_evidence() -> None:
     assert (only.stale, only.superseded_by, only.line()) == (
         True, 99, "(2 June 2023, Melanie) My favourite colour is red. (outdated)"
     )
-    assert prepared.facts == []
+    assert prepared.facts == []  # an outdated statement is never the latest
 
 
 def test_recency_filter_reads_superseded_by_on_the_evidence() -> None:
@@ -311,3 +312,28 @@ def test_prepare_dispatches_and_passes_other_tags_through() -> None:
     assert items[0].line() == "(computed) state on 8 May 2023 (Caroline): I'm researching adoption agencies."
     with_supersedes = prepare("conflict-resolution", "colour?", [BLUE, GREEN], supersedes={11: 10})
     assert [e.note_id for e in with_supersedes.evidence if e.stale] == [11]
+
+
+def test_a_counting_state_question_gets_the_distinct_events_first() -> None:
+    runs = [
+        Evidence(1, "parkrun done!! 29:05 this morning", "2025-02-22T09:00:00", speaker="Maya", session="s1"),
+        Evidence(2, "parkrun on Saturday: 28:31!", "2025-03-18T09:00:00", speaker="Maya", session="s2"),
+        Evidence(3, "Nice, that is a PB.", "2025-03-18T09:01:00", speaker="Assistant", session="s2"),
+        Evidence(4, "parkrun this morning 27:35", "2025-08-16T09:00:00", speaker="Maya", session="s3"),
+    ]
+    prepared = timeline("How many parkruns have I done this year?", runs)
+    assert prepared.facts[0].startswith("distinct events of 'parkruns' (a repeat counts once): 3 — ")
+    assert all(f.startswith("state on ") for f in prepared.facts[1:])
+    # A question that does not count keeps the timeline alone.
+    assert all(f.startswith("state on ") for f in timeline("How has my parkrun time changed?", runs).facts)
+
+
+def test_recency_quotes_the_latest_statement_on_what_is_asked() -> None:
+    old = ev(1, "my number if you ever need it for forms: 07700 900118", "2025-02-03T09:00:00", "Maya")
+    walk = ev(2, "walked Pepper by the canal", "2025-06-10T09:00:00", "Maya")
+    new = ev(3, "also new number, the old one's cancelled: 07700 900412", "2025-06-14T09:00:00", "Maya")
+    later = ev(4, "parkrun this morning, 27:35", "2025-08-16T09:00:00", "Maya")
+    prepared = recency("What's my phone number these days?", [old, walk, new, later])
+    assert prepared.facts[0] == ("Latest on what is asked: (14 June 2025, Maya) also new number, the old one's "
+                                 "cancelled: 07700 900412")
+    assert recency("What is my favourite tea?", [walk, later]).facts == []
