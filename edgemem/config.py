@@ -53,6 +53,10 @@ class Settings:
     # tag). On LoCoMo's tune conversations the model was right on 4 of 9 such questions and the
     # classifier on 5, for ~800 prefilled tokens (10-13 s on a 2-core CPU) each (docs/measurements.md).
     router_model: bool = False
+    # Read path: ask the model which of the nearest clusters a question is about when their
+    # centroids are close (CLAG §3.4). Off: every cluster within the margin of the best. The call
+    # prefills ~500 tokens (3-7 s on a 2-core CPU) for one of five fused pathways.
+    cluster_model: bool = False
 
     # Chat: the user's turns are kept for the session's active context (in memory); stored as
     # memories, which later answers can cite, only when this is on.

@@ -252,7 +252,8 @@ class Engine:
             outcome = pipeline.run(conn, question, llm=self.runtime.interactive, embed=self.runtime.embed,
                                    router=self.router, recent=self._recent_turns(session),
                                    on_token=token if on_token is not None else None, on_reset=on_reset,
-                                   on_stage=stage, now=_local(now), evidence=evidence)
+                                   on_stage=stage, now=_local(now), evidence=evidence,
+                                   cluster_model=self.settings.cluster_model)
         except Cancelled as exc:
             self._record_cancelled(query_id, question, exc, reached, streamed)
             raise

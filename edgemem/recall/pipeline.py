@@ -87,9 +87,11 @@ def run(
     retrieval_only: bool = False,
     now: datetime | None = None,
     evidence: Sequence[int] | None = None,
+    cluster_model: bool = False,
 ) -> Outcome:
     """Answer ``question`` from memory; ``now`` (when it is asked) is the reference date of Tier 3.
-    ``evidence`` (note ids) replaces retrieval: the evaluation's reading ceiling."""
+    ``evidence`` (note ids) replaces retrieval: the evaluation's reading ceiling. ``cluster_model``:
+    the model picks among close clusters (else the centroid margin decides, no model call)."""
     shown = {"any": False}  # has the user seen tokens since the last reset?
     sink = on_token
 
@@ -135,7 +137,7 @@ def run(
     for attempt in (0, 1):
         t = time.perf_counter()
         if evidence is None:
-            gathered = tiers.gather(conn, tag, question, embed, llm=None if retrieval_only else llm,
+            gathered = tiers.gather(conn, tag, question, embed, llm=llm if cluster_model and not retrieval_only else None,
                                     reference=reference)
         else:  # the evaluation's oracle: these notes instead of what retrieval would find
             gathered = tiers.given(conn, tag, evidence)

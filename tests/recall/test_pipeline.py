@@ -116,3 +116,19 @@ def test_the_router_asks_the_model_only_when_the_setting_says_so(settings, embed
             assert (eng.router.llm is not None) is on
         finally:
             eng.close()
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_cluster_choice_asks_the_model_only_with_cluster_model(engine, monkeypatch, on) -> None:
+    """cluster_model (off by default): the Tier-3 cluster choice gets the model only when asked to."""
+    from edgemem.config import Settings
+    from edgemem.recall import retrieve
+
+    assert Settings().cluster_model is False
+    given: list[object] = []
+    real = retrieve.select_clusters
+    monkeypatch.setattr(retrieve, "select_clusters", lambda conn, q, v, llm: (given.append(llm), real(conn, q, v, None))[1])
+    eng, llm = engine
+    llm.enqueue("7 May 2023")
+    run(eng, llm, "When did Caroline go to the support group?", "temporal-reasoning", cluster_model=on)
+    assert given and all((g is llm) if on else (g is None) for g in given)
