@@ -42,7 +42,10 @@ def system_prompt(tag: str, question: str = "") -> str:
     head = prompts.render("answer_" + name)
     if tools.tools_for(tag, question):  # how to call them, only where a tool may be called
         head = f"{head.rstrip()} {prompts.render('answer_tools_' + tag)}"
-    return f"{head}\n{prompts.render('answer_grounding')}"
+    # A suggestion has no "not found": offered the escalation word, the 1.5B model took it on four of
+    # five profile questions of the personal tune set whose notes held what to suggest.
+    grounding = "answer_grounding_suggest" if tag == "profile-injection" else "answer_grounding"
+    return f"{head}\n{prompts.render(grounding)}"
 
 
 def messages_for(tag: str, question: str, context: str) -> list[dict[str, str]]:

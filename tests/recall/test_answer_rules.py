@@ -115,6 +115,15 @@ def test_only_a_proposal_is_asked_for_a_yes_no_verdict() -> None:
     assert '"Yes — "' in system_prompt("constraint-validation", "Is it ok to order pizza tonight?")
     wh = system_prompt("constraint-validation", "What does Melanie do to keep herself busy during her pottery break?")
     assert '"Yes — "' not in wh and wh.startswith("You answer a question about a rule")
+    told_first = "The US team wants a call at 9am on Tuesday. Can I take it?"
+    assert system_prompt("constraint-validation", told_first).startswith("You answer a question that proposes something")
+
+
+def test_a_suggestion_is_not_offered_the_escalation_word() -> None:
+    from edgemem.recall.answer import system_prompt
+
+    assert "ESCALATE_REQUIRED" not in system_prompt("profile-injection", "What should I get Mum for her birthday?")
+    assert "ESCALATE_REQUIRED" in system_prompt("targeted-extraction", "Who is Mochi's vet?")
 
 
 def test_a_wh_question_loses_a_verdict_opening_the_model_put_on_it(settings, embedder) -> None:
