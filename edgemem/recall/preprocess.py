@@ -192,7 +192,20 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         _, day, label, exact = dated[0]
         about = "" if exact else "about "
         facts.append(f"{label} → {day_label(reference)} (reference date): {about}{_describe(question, day, reference)}")
+    elif len(found) == 1 and _HOW_LONG.search(question):
+        # "How long do the exams last, first to last?": one event written as a range ("11 May to 19 June").
+        span = ground(found[0], evidence)
+        if span is not None and span.end > span.start:
+            facts.append(f"{span.label}, first day to last: {_describe(question, span.start, span.end)}")
+    if len(found) == 1 and _WEEKDAY_ASKED.search(question):
+        day = ground(found[0], evidence)
+        if day is not None and day.start == day.end:
+            facts.append(f"{day.label} is a {day.start.strftime('%A')}")
     return Prepared("temporal-reasoning", ordered, facts)
+
+
+_HOW_LONG = re.compile(r"\bhow\s+(?:long|many\s+(?:days|nights|weeks|months))\b", re.IGNORECASE)
+_WEEKDAY_ASKED = re.compile(r"\b(?:day\s+of\s+the\s+week|what\s+day|which\s+day)\b", re.IGNORECASE)
 
 
 # --- conflict-resolution ------------------------------------------------------------------------

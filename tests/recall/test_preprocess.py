@@ -337,3 +337,16 @@ def test_recency_quotes_the_latest_statement_on_what_is_asked() -> None:
     assert prepared.facts[0] == ("Latest on what is asked: (14 June 2025, Maya) also new number, the old one's "
                                  "cancelled: 07700 900412")
     assert recency("What is my favourite tea?", [walk, later]).facts == []
+
+
+def test_temporal_gives_the_length_of_a_range_and_the_weekday_of_a_day() -> None:
+    exams = ev(1, "Ella's GCSEs run from 11 May to 19 June [11 May–19 June 2026]", "2026-03-01T10:00:00", "Tom",
+               dates=[{"start": "2026-05-11", "end": "2026-06-19", "label": "11 May–19 June 2026"}])
+    party = ev(2, "Mum's 80th is on 2 June [2 June 2026] at Rosewood", "2026-03-01T10:05:00", "Tom",
+               dates=[{"start": "2026-06-02", "end": "2026-06-02", "label": "2 June 2026"}])
+    assert temporal("How long do Ella's GCSEs last, first exam to last?", [exams, party]).facts == [
+        "11 May–19 June 2026, first day to last: 39 days"]
+    assert temporal("How many weeks do Ella's GCSEs last?", [exams]).facts == [
+        "11 May–19 June 2026, first day to last: 5 weeks and 4 days (39 days)"]
+    assert temporal("What day of the week is Mum's 80th?", [exams, party]).facts == ["2 June 2026 is a Tuesday"]
+    assert temporal("When is Mum's 80th?", [exams, party]).facts == []
