@@ -173,7 +173,7 @@ _ONLY = re.compile(r"\b(?:only|exclusively|always|must|have\s+to|has\s+to|need\s
 _PROPOSAL = re.compile(
     r"^\s*(?:so\s+|and\s+|hey,?\s+)?(?:can|could|may|might|should|shall|ok|okay)\b|"
     r"\b(?:allowed|(?:ok(?:ay)?|fine|alright|acceptable)\s+(?:to|if|for\s+me|with\s+me|by\s+me)|"
-    r"(?:ok(?:ay)?|fine|alright)\s*[?.!]*$|a\s+good\s+(?:idea|pick|choice|plan))\b",
+    r"(?:ok(?:ay)?|fine|alright)\s*[?.!]*$|a\s+good\s+(?:idea|pick|choice|plan)|yes\s+or\s+no)\b",
     re.IGNORECASE,
 )
 _WH = re.compile(r"\s*(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)  # a wh-question
