@@ -81,7 +81,8 @@ _ASKER_NAME = re.compile(r"^user\b[^:]*\bname\b[^:]*:\s*(.+?)\s*\(\w+\)\s*$", re
 
 
 def _answer_words(answer: str) -> set[str]:
-    return {t for t in tokens(answer) if t not in STOPWORDS and len(t) > 2}
+    words = {t.removesuffix("'s").removesuffix("’s") for t in tokens(answer)}
+    return {t for t in words if t not in STOPWORDS and len(t) > 2}
 
 
 @dataclass
@@ -169,9 +170,10 @@ def _names(line: _Line, name: str) -> bool:
     return False
 
 
-def _holding(answer: str, lines: list[_Line]) -> list[_Line]:
-    """The lines holding most of the answer's words (all of them tied for the most); [] when none does."""
-    words = _answer_words(answer)
+def _holding(answer: str, lines: list[_Line], ignore: frozenset[str] = frozenset()) -> list[_Line]:
+    """The lines holding most of the answer's words (all of them tied for the most); [] when none does.
+    ``ignore``: words that say nothing of where the answer came from (the owner's name, restated)."""
+    words = _answer_words(answer) - ignore
     if not words:
         return []
     shared = [len(words & set(tokens(line.body))) for line in lines]
@@ -217,7 +219,9 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
                     asker |= set(tokens(m.group(1)))
             if asker and answer_words <= asker:
                 return "answer_is_asker"
-    holding = _holding(answer, lines)
+    # "Karen's husband is Janet.": the line about Janet holds the answer, not every line naming Karen.
+    restated = frozenset(tokens(owner.name)) if owner is not None and owner.name else frozenset()
+    holding = _holding(answer, lines, restated)
     if all(line.header is None for line in lines):
         return None
     if not holding:

@@ -63,6 +63,15 @@ def test_in_a_chat_with_an_assistant_the_other_speaker_is_the_user() -> None:
     assert ownership("What's my favourite place?", "Pizza Hut", three) is None
 
 
+def test_restating_the_owner_does_not_make_an_answer_theirs() -> None:
+    chat = ("(23 September 2025, Tom) got to see the diabetes nurse, Janet, on the 23rd\n"
+            "(2 December 2025, Tom) Christmas: Sue's sister Karen and her lot are coming to ours\n"
+            "(2 December 2025, Assistant) Karen's family staying 24 to 27 December.")
+    assert ownership("What's Karen's husband called?", "Karen's husband is Janet.", chat) == "other_owner"
+    assert ownership("What's Karen's husband called?", "Janet", chat) == "other_owner"
+    assert ownership("Who is coming to ours for Christmas?", "Karen and her lot", chat) is None
+
+
 CONVERSATION = (
     "(8 May 2023, Nate) I took a road trip to Tampa for research on my next game.\n"
     "(8 May 2023, Joanna) Nice! I stayed home and finished my screenplay."
