@@ -180,7 +180,11 @@ def _holding(answer: str, lines: list[_Line], ignore: frozenset[str] = frozenset
     best = max(shared, default=0)
     if best == 0 or 2 * best < len(words):
         return []
-    return [line for line, n in zip(lines, shared, strict=True) if n == best]
+    held = [line for line, n in zip(lines, shared, strict=True) if n == best]
+    # A computed fact may quote a line ("Latest on what is asked: (8 May 2023, Caroline) …"); when the
+    # line itself is in the context, it is the line that says whose the answer is.
+    said = [line for line in held if (line.header or "").strip().lower() != "computed"]
+    return said or held
 
 
 def ownership(question: str, answer: str, context: str, *, strict: bool = False) -> str | None:

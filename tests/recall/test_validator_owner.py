@@ -72,6 +72,19 @@ def test_restating_the_owner_does_not_make_an_answer_theirs() -> None:
     assert ownership("Who is coming to ours for Christmas?", "Karen and her lot", chat) is None
 
 
+def test_a_computed_copy_of_someone_elses_line_does_not_make_it_the_owners() -> None:
+    ctx = ("(computed) Latest on what is asked: (8 May 2023, Melanie) We went camping in the forest and "
+           "roasted marshmallows.\n"
+           "(8 May 2023, Melanie) We went camping in the forest and roasted marshmallows.\n"
+           "(9 May 2023, Caroline) I love the forest.")
+    answer = "Caroline and her family went camping in the forest and roasted marshmallows"
+    assert ownership("What did Caroline and her family do while camping?", answer, ctx, strict=True) == "other_owner"
+    assert ownership("What did Melanie and her family do while camping?", "roasted marshmallows", ctx, strict=True) is None
+    # A computed fact alone (a date difference) still holds its own answer.
+    days = "(computed) 7 May 2023 → 25 May 2023: 18 days\n(8 May 2023, Caroline) I went to the group yesterday."
+    assert ownership("How many days after the group did Caroline sign up?", "18 days", days) is None
+
+
 CONVERSATION = (
     "(8 May 2023, Nate) I took a road trip to Tampa for research on my next game.\n"
     "(8 May 2023, Joanna) Nice! I stayed home and finished my screenplay."
