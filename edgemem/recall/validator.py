@@ -232,16 +232,18 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
         named = owner is not None and not owner.whose and (owner.name is not None or owner.possessive)
         return "unheld" if strict and named and answer_words else None
     if owner is not None and not owner.whose:
+        users = _user_labels(lines)
+        chat = users != _USER_SPEAKERS  # a user talking to an assistant: "you" is the user
         if owner.name is None:
-            users = _user_labels(lines)
             if any(line.by_user(users) for line in lines) and not any(line.by_user(users) for line in holding):
                 return "other_owner"
         elif not (re.search(r"\d", answer) and not owner.possessive):
             for line in holding:
                 if _names(line, owner.name) or line.header is None:
                     break
-                if line.speaker and not line.by_user(_user_labels(lines)) and _YOU.search(line.body):
-                    break  # "love your bowls!" gives them to the listener
+                if line.speaker and not line.by_user(users) and _YOU.search(line.body) and (
+                        not chat or owner.name.lower() in users):
+                    break  # "love your bowls!" gives them to the listener (the user, in a chat)
                 if not owner.possessive and line.speaker is None:
                     break  # a name only mentioned in the question: a note without a speaker may be theirs
             else:

@@ -57,6 +57,9 @@ def test_in_a_chat_with_an_assistant_the_other_speaker_is_the_user() -> None:
             "(3 May 2025, Assistant) Hannah's favourite is the Pizza Hut on Deansgate.")
     assert ownership("that fish place near my flat I liked, what was it called", "Oyster & Oak", chat) is None
     assert ownership("What's my favourite place?", "Pizza Hut", chat) == "other_owner"
+    # The assistant's "your" gives a thing to the user, not to someone the user talks about.
+    assert ownership("What's Hannah's favourite fish place?", "Oyster & Oak",
+                     chat + "\n(2 May 2025, Assistant) Oyster & Oak is your favourite.") == "other_owner"
     # Two people besides the assistant: neither is taken for the user, so no line is the user's own
     # and the check cannot refuse anything.
     three = chat + "\n(4 May 2025, Hannah) mine is Pizza Hut"
