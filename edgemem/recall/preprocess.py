@@ -171,12 +171,14 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
     facts: list[str] = []
     found = anchors(question)
     dated: list[tuple[str, date, str, bool]] = []
+    spans = []  # the Grounded dates behind `dated`
     for anchor in found:
         # The same operands the date tools use (tools.ground): the stored date nearest the event's
         # words in its best-matching note, or a date the question itself writes.
         grounded = ground(anchor, evidence)
         if grounded is not None:
             dated.append((anchor, grounded.start, grounded.label, grounded.exact))
+            spans.append(grounded)
     asks_time = _ASKS_TIME.search(" ".join(question.split())) is not None
     if asks_time and len(found) == 2 and len(dated) == 2:
         for anchor, _, label, _ in dated:
@@ -192,15 +194,13 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         _, day, label, exact = dated[0]
         about = "" if exact else "about "
         facts.append(f"{label} → {day_label(reference)} (reference date): {about}{_describe(question, day, reference)}")
-    elif len(found) == 1 and _HOW_LONG.search(question):
+    elif len(found) == 1 and spans and _HOW_LONG.search(question):
         # "How long do the exams last, first to last?": one event written as a range ("11 May to 19 June").
-        span = ground(found[0], evidence)
-        if span is not None and span.end > span.start:
+        span = spans[0]
+        if span.end > span.start:
             facts.append(f"{span.label}, first day to last: {_describe(question, span.start, span.end)}")
-    if len(found) == 1 and _WEEKDAY_ASKED.search(question):
-        day = ground(found[0], evidence)
-        if day is not None and day.start == day.end:
-            facts.append(f"{day.label} is a {day.start.strftime('%A')}")
+    if len(found) == 1 and spans and _WEEKDAY_ASKED.search(question) and spans[0].start == spans[0].end:
+        facts.append(f"{spans[0].label} is a {spans[0].start.strftime('%A')}")
     return Prepared("temporal-reasoning", ordered, facts)
 
 
