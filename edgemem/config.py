@@ -114,6 +114,10 @@ _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 _HINTS = typing.get_type_hints(Settings)
 
 
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
 def _coerce(name: str, value: object) -> object:
     hint = _HINTS[name]
     base = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
@@ -125,7 +129,10 @@ def _coerce(name: str, value: object) -> object:
         if kind is Path:
             return Path(os.path.expanduser(str(value)))
         if kind is bool:
-            return str(value).lower() in {"1", "true", "yes", "on"}
+            word = str(value).strip().lower()
+            if word not in _TRUE | _FALSE:
+                raise ValueError(word)
+            return word in _TRUE
         if kind in (int, float, str):
             return kind(value)
     except (TypeError, ValueError):

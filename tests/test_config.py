@@ -39,3 +39,12 @@ def test_bad_config_is_a_one_line_error(tmp_path: Path) -> None:
         config.load(env={"EDGEMEM_HOME": str(home)})
     with pytest.raises(ConfigError, match="expects int"):
         config.load(env={"EDGEMEM_HOME": str(home / "x"), "EDGEMEM_N_CTX": "lots"})
+
+
+def test_a_switch_takes_only_yes_or_no_words(tmp_path: Path) -> None:
+    home = str(tmp_path / "h")
+    assert config.load(env={"EDGEMEM_HOME": home, "EDGEMEM_CLUSTER_MODEL": "on"}).cluster_model is True
+    assert config.load(env={"EDGEMEM_HOME": home, "EDGEMEM_CLUSTER_MODEL": "0"}).cluster_model is False
+    assert config.load(overrides={"router_model": True}, env={"EDGEMEM_HOME": home}).router_model is True
+    with pytest.raises(ConfigError, match="'cluster_model' expects bool, got 'maybe'"):
+        config.load(env={"EDGEMEM_HOME": home, "EDGEMEM_CLUSTER_MODEL": "maybe"})
