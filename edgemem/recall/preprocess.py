@@ -27,7 +27,7 @@ from datetime import date
 from edgemem.recall.evidence import Evidence, jaccard, parse_iso_day, terms
 from edgemem.recall.events import anchors
 from edgemem.recall.tools import count_occurrences, describe_days, describe_months, describe_weeks, ground
-from edgemem.text import STOPWORDS, day_label
+from edgemem.text import MONTH_NAMES, STOPWORDS, day_label
 
 __all__ = [
     "Prepared", "SessionGroup", "TIER3_TAGS", "prepare", "anchors", "chronological", "temporal", "recency",
@@ -382,7 +382,7 @@ def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
         if len(low) < 3 or low in STOPWORDS or low in _COUNT_NOISE or low in speakers:
             continue
         found = count_occurrences(low, evidence)
-        if found.mentions:
+        if found.mentions or found.negated:
             facts.append(found.describe_events())
         if len(facts) == 2:
             break
@@ -426,9 +426,14 @@ def rules(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[in
 _STATE_WORDS = terms(
     "change changed changes changing evolve evolved evolving progress progression progressed develop "
     "developed development become became over time since start started first now current currently "
-    "feel feels felt view views think thought opinion journey situation how what"
+    "feel feels felt view views think thought opinion journey situation how what done doing going gone went "
+    # the time frame of the question is not its subject: "over the year", "since the start of the year"
+    "year years month months week weeks today lately recently ago last past far"
 )
+# Month and day names are when, not who: "What's my HbA1c done since September?" tracks HbA1c.
+_CALENDAR = terms(" ".join(MONTH_NAMES) + " monday tuesday wednesday thursday friday saturday sunday")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_ANNOTATION_RUN = re.compile(r"\[[^\]]*\]")
 
 
 def _tracked(question: str) -> tuple[set[str], set[str]]:
@@ -436,8 +441,8 @@ def _tracked(question: str) -> tuple[set[str], set[str]]:
     the remaining content words, without words that only say 'change over time'."""
     words = re.findall(r"[A-Za-z][A-Za-z'-]+", question)
     names = {w.removesuffix("'s") for i, w in enumerate(words) if i > 0 and w[0].isupper()}
-    entity = set().union(*(terms(n) for n in names)) if names else set()
-    topic = terms(question) - entity - _STATE_WORDS
+    entity = set().union(*(terms(n) for n in names)) - _CALENDAR if names else set()
+    topic = terms(question) - entity - _STATE_WORDS - _CALENDAR
     return entity, topic
 
 
@@ -446,6 +451,86 @@ def _state_sentence(text: str, wanted: set[str]) -> str:
     best = max(sentences, key=lambda s: (len(terms(s) & wanted), -sentences.index(s)), default=text)
     words = best.split()
     return " ".join(words[:_TIMELINE_WORDS]) + (" …" if len(words) > _TIMELINE_WORDS else "")
+
+
+# A measured value in a state sentence: a clock reading ("27:05", "1:02:30") or a number with what
+# follows it ("102 kg", "30 miles", "58" in "HbA1c 58"). Resolved-date annotations are blanked first.
+_VALUE = re.compile(
+    r"(?<![\w:./£$€-])(?P<num>\d+(?:[.,]\d+)?(?::\d{2}){0,2})(?![\d:])(?:\s*(?P<unit>%|[A-Za-z][A-Za-z/]{0,11}))?"
+)
+_NOT_UNITS = {
+    "am", "pm", "st", "nd", "rd", "th", "o'clock", "oclock", "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december", "jan", "feb", "mar", "apr", "jun", "jul",
+    "aug", "sep", "sept", "oct", "nov", "dec", "years", "year", "yrs", "ago", "days", "day", "weeks", "week",
+}
+_UNIT_SAME = {"kgs": "kg", "kilos": "kg", "lbs": "lb", "pounds": "lb", "miles": "mi", "mile": "mi", "percent": "%",
+              "mins": "min", "minutes": "min", "minute": "min", "hrs": "h", "hours": "h", "hour": "h", "kms": "km"}
+TREND_MAX = 10  # values shown in a trend fact (first and last kept when there are more)
+_NEAR_WORDS = 6  # a number with no unit counts only this close to a word of the question's topic
+
+
+def _values(text: str, topic: set[str]) -> list[tuple[str, str]]:
+    """(kind, value as written) for each measured value in the text's sentences about ``topic``."""
+    sentences = _SENTENCE.split(_ANNOTATION_RUN.sub(" ", text))
+    # A sentence about the topic and the one after it ("parkrun done!! 29:05 this morning").
+    about = [i for i, s in enumerate(sentences) if terms(s) & topic] if topic else list(range(len(sentences)))
+    found = []
+    for sentence in [sentences[i] for i in sorted({j for i in about for j in (i, i + 1) if j < len(sentences)})]:
+        for m in _VALUE.finditer(sentence):
+            num, unit = m.group("num"), (m.group("unit") or "").lower()
+            if unit in _NOT_UNITS or (":" not in num and re.fullmatch(r"(?:19|20)\d\d", num)):
+                continue
+            if ":" in num:
+                found.append(("clock", num))
+                continue
+            if unit in STOPWORDS or not unit:
+                # "HbA1c 58, down from 61": a bare number must sit next to the topic's own words.
+                before = sentence[: m.start()].split()[-_NEAR_WORDS:]
+                if not topic or not terms(" ".join(before)) & topic:
+                    continue
+                found.append(("", num))
+                continue
+            unit = _UNIT_SAME.get(unit, unit)
+            found.append((unit, f"{num} {unit}" if unit != "%" else f"{num}%"))
+    return found
+
+
+def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> list[str]:
+    """"How has my weight changed?": the measured values of the tracked thing, oldest first, with
+    their dates ("102 kg (12 October 2025) → 99 kg (...) → 93 kg (...)") — the sequence a state
+    question asks for, read off the notes instead of left to a small model to collect.
+
+    One value per note, of the kind most notes share (clock readings, one unit, or bare numbers by the
+    topic's words); nothing when fewer than two notes give one or all give the same value."""
+    if _COUNTING.search(question):
+        return []
+    per_note: list[tuple[Evidence, dict[str, str]]] = []
+    for scope in (topic, set()) if topic else (set(),):
+        # No note names the topic ("my weight" told as "102 kilos"): values with a unit, from any note.
+        for e in ordered:
+            first: dict[str, str] = {}
+            for kind, value in _values(e.text, scope):
+                first.setdefault(kind, value)
+            if first:
+                per_note.append((e, first))
+        if per_note:
+            break
+    kinds: dict[str, list[tuple[Evidence, str]]] = {}
+    for e, first in per_note:
+        for kind, value in first.items():
+            kinds.setdefault(kind, []).append((e, value))
+    ranked = sorted(kinds.items(), key=lambda kv: (len({v for _, v in kv[1]}), len(kv[1])), reverse=True)
+    if not ranked or len(ranked[0][1]) < 2 or len({v for _, v in ranked[0][1]}) < 2:
+        return []
+    series = []
+    for e, value in ranked[0][1]:  # a value repeated the same day (the assistant's echo) is one reading
+        if not series or (series[-1][1], _when(series[-1][0])[1]) != (value, _when(e)[1]):
+            series.append((e, value))
+    if len(series) > TREND_MAX:
+        series = series[: TREND_MAX // 2 - 1] + series[-(TREND_MAX - TREND_MAX // 2 + 1):]
+    steps = " → ".join(f"{value} ({_when(e)[1]})" for e, value in series)
+    about = " ".join(w for w in re.findall(r"[A-Za-z][\w'-]*", question) if terms(w) & topic) or "it"
+    return [f"{about}, each value in the notes, oldest first: {steps}"]
 
 
 def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None = None) -> Prepared:
@@ -465,6 +550,10 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
         return not wanted or bool(have & wanted)
 
     kept = [e for e in evidence if mentions(e, names, True) and mentions(e, topic, False)]
+    if len(kept) < 2 and names and topic:
+        # "How did the Spanish learning go?": the name alone or the topic alone may be all a note says.
+        either = [e for e in evidence if mentions(e, names, True) or mentions(e, topic, False)]
+        kept = either if len(either) > len(kept) else kept
     if not kept and topic:
         kept = [e for e in evidence if mentions(e, topic, False)]
     if not kept:
@@ -482,7 +571,7 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
         half = TIMELINE_MAX // 2
         facts = facts[:half] + facts[-(TIMELINE_MAX - half):]
     # "How many parkruns have I done?" tracks a count, not a state: the distinct events come first.
-    facts = _count_facts(question, ordered)[:1] + facts
+    facts = _count_facts(question, ordered)[:1] + _trend(question, ordered, topic or names) + facts
     kept_ids = {id(e) for e in kept}
     dropped = [e.note_id for e in evidence if id(e) not in kept_ids]
     return Prepared("state-tracking", ordered, facts, dropped)

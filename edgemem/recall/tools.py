@@ -396,13 +396,15 @@ class Count:
     note_ids: tuple[int, ...]  # the evidence items with at least one match, in input order
     sessions: int  # distinct sessions among them (items without a session count by their day)
     events: tuple[CountedEvent, ...] = ()  # distinct events, oldest first (see count_occurrences)
+    negated: int = 0  # mentions left out because the line says it did not happen ("no parkrun this week")
 
     def describe(self) -> str:
+        undone = f"; {_plural(self.negated, 'mention')} said it did not happen" if self.negated else ""
         if self.mentions == 0:
-            return f"'{self.term}' is not mentioned in the notes"
+            return f"'{self.term}' is not mentioned in the notes" if not self.negated else f"'{self.term}': no event{undone}"
         return (
             f"'{self.term}' is mentioned {_plural(self.mentions, 'time')} in "
-            f"{_plural(len(self.note_ids), 'note')} from {_plural(self.sessions, 'session')}"
+            f"{_plural(len(self.note_ids), 'note')} from {_plural(self.sessions, 'session')}{undone}"
         )
 
     def describe_events(self) -> str:
@@ -451,7 +453,7 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str]) -> Count:
     if not cleaned or not re.search(r"\w", cleaned):
         raise ValueError("count_occurrences needs a word or phrase to count")
     pattern = _term_pattern(cleaned)
-    mentions = 0
+    mentions = negated = 0
     ids: list[int] = []
     sessions: set[str] = set()
     lines: list[_Line] = []
@@ -461,6 +463,11 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str]) -> Count:
         found = list(pattern.finditer(text))
         if not found:
             continue
+        kept = [m for m in found if not _negated(text, m)]
+        negated += len(found) - len(kept)
+        found = kept
+        if not found:  # "no parkrun this week, too tired": mentioned, but no event happened
+            continue
         mentions += len(found)
         if isinstance(item, Evidence):
             ids.append(item.note_id)
@@ -469,7 +476,27 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str]) -> Count:
             ids.append(i)
         lines.append(_line(item, ids[-1], found[0], cleaned, proper))
     events = _distinct_events(lines)
-    return Count(cleaned, mentions, tuple(ids), len(sessions) if sessions else len(ids), events)
+    return Count(cleaned, mentions, tuple(ids), len(sessions) if sessions else len(ids), events, negated)
+
+
+# What undoes an event said right before it in the same clause ("no parkrun this week", "didn't go
+# fishing", "skipped the gym", "never made it to yoga"), or right after it ("the match was cancelled").
+_NEGATORS = {
+    "no", "not", "never", "didn't", "didnt", "don't", "dont", "wasn't", "weren't", "haven't", "hasn't", "won't",
+    "couldn't", "can't", "cannot", "skipped", "skip", "skipping", "missed", "miss", "missing", "without",
+    "cancelled", "canceled", "cancel", "instead", "nor",
+}
+_UNDONE_AFTER = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:cancel+ed|called off|rained off|postponed)\b", re.I)
+_NEGATION_WINDOW = 3  # words before the term
+
+
+def _negated(text: str, match: re.Match) -> bool:
+    before = re.split(r"[.!?;,:()\n]|\b(?:but|and|so|then)\b", text[: match.start()])[-1]
+    words = [w.lower().replace("’", "'") for w in re.findall(r"[\w'’]+", before)][-_NEGATION_WINDOW:]
+    if any(w in _NEGATORS for w in words):
+        return True
+    after = re.split(r"[.!?;\n]", text[match.end():])[0]
+    return _UNDONE_AFTER.search(after) is not None
 
 
 @dataclass

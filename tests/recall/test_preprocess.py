@@ -324,8 +324,34 @@ def test_a_counting_state_question_gets_the_distinct_events_first() -> None:
     prepared = timeline("How many parkruns have I done this year?", runs)
     assert prepared.facts[0].startswith("distinct events of 'parkruns' (a repeat counts once): 3 — ")
     assert all(f.startswith("state on ") for f in prepared.facts[1:])
-    # A question that does not count keeps the timeline alone.
-    assert all(f.startswith("state on ") for f in timeline("How has my parkrun time changed?", runs).facts)
+    # A question that does not count gets the measured values instead, then the timeline.
+    changed = timeline("How has my parkrun time changed?", runs).facts
+    assert changed[0] == ("parkrun, each value in the notes, oldest first: "
+                          "29:05 (22 February 2025) → 28:31 (18 March 2025) → 27:35 (16 August 2025)")
+    assert all(f.startswith("state on ") for f in changed[1:])
+
+
+def test_a_trend_reads_values_with_units_and_bare_numbers_by_the_topic() -> None:
+    tom = [
+        ev(1, "had a shock today. GP says I've got type 2 diabetes. HbA1c was 58", "2025-09-09T20:00:00", "Tom"),
+        ev(2, "I'll keep track of it: HbA1c 58 today.", "2025-09-09T20:01:00", "Assistant"),
+        ev(3, "stood on the scales, 102 kilos. target's 95", "2025-10-02T19:30:00", "Tom"),
+        ev(4, "bloods back. HbA1c 52, Janet's chuffed", "2025-12-15T20:40:00", "Tom"),
+        ev(5, "and I'm 97 kilos", "2025-12-15T20:41:00", "Tom"),
+        ev(6, "94kg. past my target! Parkrun on 3 March 2026 at 9:00 am", "2026-03-17T20:00:00", "Tom"),
+        ev(7, "bloods again: HbA1c 47.", "2026-03-17T20:01:00", "Tom"),
+    ]
+    # No note says "weight": the values with one unit, from any note, the assistant's echo once.
+    assert timeline("How has my weight changed?", tom).facts[0] == (
+        "weight, each value in the notes, oldest first: 102 kg (2 October 2025) → 97 kg (15 December 2025) → "
+        "94 kg (17 March 2026)")
+    # A month is when, not what is tracked; a bare number counts next to the topic's word only.
+    assert timeline("What's my HbA1c done since September?", tom).facts[0] == (
+        "HbA1c, each value in the notes, oldest first: 58 (9 September 2025) → 52 (15 December 2025) → "
+        "47 (17 March 2026)")
+    # One reading, or the same value each time, is no trend.
+    assert not timeline("How has my HbA1c changed?", tom[:2]).facts[0].startswith("HbA1c, each value")
+    assert all("each value" not in f for f in timeline("How many times did I see the GP?", tom).facts)
 
 
 def test_recency_quotes_the_latest_statement_on_what_is_asked() -> None:

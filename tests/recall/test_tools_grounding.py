@@ -184,6 +184,24 @@ def test_repeats_of_one_event_count_once() -> None:
     )
 
 
+def test_a_line_that_says_it_did_not_happen_is_no_event() -> None:
+    runs = [
+        note(1, "parkrun done!! 29:05 this morning", "2025-02-22T09:00:00", "s1"),
+        note(2, "no parkrun this week, too tired", "2025-02-28T09:00:00", "s2"),
+        note(3, "skipped parkrun, the course was flooded", "2025-03-08T09:00:00", "s3"),
+        note(4, "parkrun was cancelled for the ice", "2025-03-15T09:00:00", "s4"),
+        note(5, "parkrun on Saturday: 28:31!", "2025-03-18T09:00:00", "s5"),
+    ]
+    found = count_occurrences("parkrun", runs)
+    assert (found.mentions, found.note_ids, found.negated) == (2, (1, 5), 3)
+    assert found.describe_events() == (
+        "distinct events of 'parkrun' (a repeat counts once): 2 — parkrun done (22 February 2025), "
+        "parkrun on Saturday: 28:31 (15 March 2025); 'parkrun' is mentioned 2 times in 2 notes from 2 sessions; "
+        "3 mentions said it did not happen"
+    )
+    assert count_occurrences("parkrun", runs[1:2]).describe_events() == "'parkrun': no event; 1 mention said it did not happen"
+
+
 def test_two_books_on_one_day_are_two_events() -> None:
     same_day = [
         note(1, "I finished Dune today.", "2026-03-03T10:00:00", "s1"),
