@@ -15,6 +15,7 @@ from typing import Any
 from edgemem import prompts
 from edgemem.recall import tools
 from edgemem.recall.evidence import Evidence, supporting, terms
+from edgemem.recall.limits import Limit, amounts, asked_amount, limits
 
 ESCALATE = "ESCALATE_REQUIRED"
 ANSWER_TOKENS = 160
@@ -326,14 +327,19 @@ def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | Non
     A prohibiting rule on the same thing but another day or time → "Yes — nothing in your rules rules it
     out", quoting the closest rule. The rule is quoted as stored; with ``context`` (the packed text),
     only rules shown there verbatim are used, so the validator can check the quote."""
-    if not is_proposal(question):
-        return None
     flat = _norm(context) if context is not None else None
+    limit = _limit_verdict(question, evidence, flat)
+    if not is_proposal(question):
+        return limit
+    if limit is not None and limit.decision == "no":
+        return limit
     no, yes, near = [], [], []
     for item, sentence, polarity in _rule_sentences(evidence):
         rule = _quoted(item, sentence)
         if flat is not None and _norm(rule) not in flat:
             continue
+        if limits(sentence):
+            continue  # a limit: decided above by its newest value, or it depends on an amount not asked
         fit = _applies(question, sentence)
         if fit is None:
             continue
@@ -348,6 +354,8 @@ def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | Non
             yes.append((item, rule))
     if no:
         return RuleVerdict(f"No — {no[0][1]}", _holding_rule(no), "no")
+    if limit is not None:
+        return limit
     if yes:
         return RuleVerdict(f"Yes — {yes[0][1]}", _holding_rule(yes), "yes")
     if near:
@@ -356,6 +364,73 @@ def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | Non
 
 
 _GENERIC_ASK = terms("bring go come try get take let")
+# "Does a £45 dinner still fit my budget?": a yes/no question about an amount and a limit, not
+# worded as a proposal.
+_ASKS_LIMIT = re.compile(
+    r"^\s*(?:do|does|did|is|are|would|will|can|could|should|am)\b.*\b(?:fit|fits|within|afford|over|under|budget|"
+    r"limit|allowed|ok(?:ay)?|fine|too\s+(?:much|far|long|many))\b", re.IGNORECASE | re.DOTALL,
+)
+
+
+# Words every limit and every question about one may use: they say nothing about what is limited.
+_LIMIT_TERMS = terms("budget budgets limit limits max maximum cap capped spend spent fit fits within allowed afford "
+                     "minimum least most total")
+
+
+def _limit_verdict(question: str, evidence: Sequence[Evidence],
+                   flat: str | None) -> RuleVerdict | None:
+    """A verdict on an amount the question names ("a job about 40 miles away", "a £45 dinner") from the
+    newest stored limit in its unit on the same thing (:mod:`edgemem.recall.limits`). The limit is about the question when they share a content word; a
+    lone limit in the unit counts without one. Limits change: the newest note wins, a profile fact
+    (the model's copy) only when no note states one."""
+    asked_units = {a.unit for a in amounts(question)}
+    asks = is_proposal(question) or any(_ASKS_LIMIT.search(part) for part in _SENTENCES.split(question.strip()))
+    if not asked_units or not asks:
+        return None
+    found: list[tuple[Evidence, str, str, Limit]] = []
+    for item in evidence:
+        if item.kind == "summary":
+            continue
+        text = _quoted(item, item.text) if item.kind == "profile" else item.text
+        for sentence in _SENTENCES.split(text.strip()):
+            rule = _quoted(item, sentence)
+            if flat is not None and _norm(rule) not in flat:
+                continue
+            found.extend((item, rule, sentence, lim) for lim in limits(sentence) if lim.amount.unit in asked_units)
+    if not found:
+        return None
+    asked_terms = _plain_terms(question) - _LIMIT_TERMS
+    about = [f for f in found if (_plain_terms(f[2]) - terms(f[3].amount.unit)) & asked_terms]
+    if not about and len(found) == 1:
+        about = found
+    notes_only = [f for f in about if f[0].kind != "profile"]
+    about = notes_only or about
+    if not about:
+        return None
+    def when(f: tuple[Evidence, str, str, Limit]) -> tuple[str, int]:
+        return (f[0].event_time or "", f[0].note_id)
+
+    best = max(about, key=when)
+    # A newer limit in the unit that names the value it replaces ("up to 40 miles now, not 30") or
+    # shares what it limits with the one found is its update, even when it does not name the thing.
+    for f in sorted(found, key=when):
+        if when(f) <= when(best) or (f[0].kind == "profile" and best[0].kind != "profile"):
+            continue
+        old_value = best[3].amount.show().lstrip("£$€").split()[0]
+        names_old = re.search(rf"(?<![\d.,]){re.escape(old_value)}(?![\d.,]*\d)", f[2].replace(best[3].amount.written, "")) is not None
+        shared = (_plain_terms(f[2]) & _plain_terms(best[2])) - _LIMIT_TERMS - terms(best[3].amount.unit)
+        if names_old or shared:
+            best = f
+    item, rule, _, lim = best
+    asked = asked_amount(question, lim.amount.unit)
+    if asked is None:
+        return None
+    value, parts = asked
+    shown = " + ".join(a.show() for a in parts) + (f" = {lim.amount.show(value)}" if len(parts) > 1 else "")
+    if lim.allows(value):
+        return RuleVerdict(f'Yes — {shown} is within the limit: "{rule}"', [item], "yes")
+    side = "over the limit" if lim.upper else "under the minimum"
+    return RuleVerdict(f'No — {shown} is {side}: "{rule}"', [item], "no")
 
 
 def _holding_rule(found: list[tuple[Evidence, str]]) -> list[Evidence]:

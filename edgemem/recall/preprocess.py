@@ -26,6 +26,7 @@ from datetime import date
 
 from edgemem.recall.evidence import Evidence, jaccard, parse_iso_day, terms
 from edgemem.recall.events import anchors
+from edgemem.recall.limits import has_limit
 from edgemem.recall.tools import count_occurrences, describe_days, describe_months, describe_weeks, ground
 from edgemem.text import MONTH_NAMES, STOPWORDS, day_label
 
@@ -405,19 +406,24 @@ _MODAL = re.compile(
 _MODAL_TERMS = terms("always never must allowed only should prefer prefers preferred rule rules")
 
 
+def _is_rule(text: str) -> bool:
+    """Rule language, or a limit ("eating out max £250 a month", "jobs up to 40 miles")."""
+    return _MODAL.search(text) is not None or has_limit(text)
+
+
 def rules(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[int, int] | None = None) -> Prepared:
     """Modal / rule filter (A.2): keep items with rule language; among rules on the same subject the
     newest wins (older ones are marked stale). With no rule language at all the evidence is kept
     and a fact says so, so the answer agent can say no rule was found (B.2) without losing context."""
     del question
-    kept = [e for e in evidence if _MODAL.search(e.text)]
+    kept = [e for e in evidence if _is_rule(e.text)]
     if not kept:
         fact = "No always/never rule or policy language was found in the retrieved notes."
         return Prepared("constraint-validation", sorted(evidence, key=_said), [fact])
     # "Always X" and "never X" are the same subject: compare on what the rule is about.
     subject = {e.note_id: terms(e.text) - _MODAL_TERMS for e in kept}
     marked, _ = _mark_stale(kept, supersedes, subject)
-    dropped = [e.note_id for e in evidence if not _MODAL.search(e.text)]
+    dropped = [e.note_id for e in evidence if not _is_rule(e.text)]
     return Prepared("constraint-validation", sorted(marked, key=_said), [], dropped)
 
 
