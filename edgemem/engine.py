@@ -11,7 +11,7 @@ import threading
 import uuid
 from collections import OrderedDict, deque
 from dataclasses import asdict
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from edgemem import __version__, admin
 from edgemem.config import Settings
 from edgemem.errors import BadInput, NotFound
 from edgemem.ingest import raw as accept
+from edgemem.ingest.dates import resolve_dates
 from edgemem.ingest import steps as write_steps
 from edgemem.ingest.watcher import Change, Watcher, apply_change
 from edgemem.ingest.worker import Worker, WriteStep
@@ -253,7 +254,8 @@ class Engine:
                                    router=self.router, recent=self._recent_turns(session),
                                    on_token=token if on_token is not None else None, on_reset=on_reset,
                                    on_stage=stage, now=_local(now), evidence=evidence,
-                                   cluster_model=self.settings.cluster_model)
+                                   cluster_model=self.settings.cluster_model,
+                                   question_days=question_days(question, _local(now)))
         except Cancelled as exc:
             self._record_cancelled(query_id, question, exc, reached, streamed)
             raise
@@ -410,3 +412,9 @@ def _local(now: datetime | None) -> datetime:
     if now is None:
         return datetime.now()
     return now.astimezone().replace(tzinfo=None) if now.tzinfo is not None else now
+
+
+def question_days(question: str, now: datetime) -> list[tuple[date, date]]:
+    """The days a question's own dates name ("from 22 to 26 December", "on Saturday 27 June"),
+    resolved as the write path resolves a note said at ``now``: a proposal is checked against them."""
+    return [(d.start, d.end) for d in resolve_dates(question, now) if not d.approximate]

@@ -262,7 +262,7 @@ _NOT_PAST = {
     "thrilled", "overwhelmed", "pumped", "stoked", "concerned", "involved", "scheduled", "planned",
 }
 _FUTURE_MARKERS = re.compile(
-    r"(?:\b(?:will|shall|won['’]t|gonna|wanna|(?<!\bwas\s)(?<!\bwere\s)going\s+to|about\s+to|"
+    r"(?:\b(?:will|shall|won['’]t|gonna|can(?!['’]?t\b)|might|wanna|(?<!\bwas\s)(?<!\bwere\s)going\s+to|about\s+to|"
     r"plan(?:s|ning)?\s+(?:to|on)|hop(?:e|es|ing)\s+to|wants?\s+to|can['’]?t\s+wait|cannot\s+wait|"
     r"looking\s+forward|excited\s+(?:to|for)|tomorrow|next|upcoming|soon|scheduled|planned|"
     r"(?:am|are|is|['’]m|['’]re)\s+(?:going|heading|flying|leaving|off))\b|['’]ll\b)",

@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from edgemem import prompts
 from edgemem.recall import tools
-from edgemem.recall.evidence import Evidence, supporting, terms
+from edgemem.recall.evidence import Evidence, parse_iso_day, supporting, terms
 from edgemem.recall.limits import Limit, amounts, asked_amount, limits
 
 ESCALATE = "ESCALATE_REQUIRED"
@@ -103,9 +104,9 @@ class _ToolLineFilter:
 
 
 def answer(llm: Any, tag: str, question: str, context: str, evidence: Sequence[Evidence],
-           on_token: Callable[[str], None] | None = None) -> Drafted:
+           on_token: Callable[[str], None] | None = None, asked_days: Sequence[tuple[date, date]] = ()) -> Drafted:
     messages = messages_for(tag, question, context)
-    decided = rule_verdict(question, evidence, context)
+    decided = rule_verdict(question, evidence, context, asked_days=asked_days)
     if decided is not None:  # stored rules decide a yes/no proposal: no model call (Principle 2)
         if on_token is not None:
             on_token(decided.text)
@@ -174,7 +175,7 @@ _ONLY = re.compile(r"\b(?:only|exclusively|always|must|have\s+to|has\s+to|need\s
 _PROPOSAL = re.compile(
     r"^\s*(?:so\s+|and\s+|hey,?\s+)?(?:can|could|may|might|should|shall|ok|okay)\b|"
     r"\b(?:allowed|(?:ok(?:ay)?|fine|alright|acceptable)\s+(?:to|if|for\s+me|with\s+me|by\s+me)|"
-    r"(?:ok(?:ay)?|fine|alright)\s*[?.!]*$|a\s+good\s+(?:idea|pick|choice|plan)|yes\s+or\s+no)\b",
+    r"a\s+good\s+(?:idea|pick|choice|plan)|yes\s+or\s+no)\b|\b(?:ok(?:ay)?|fine|alright)\s*[?.!]*$",
     re.IGNORECASE,
 )
 _WH = re.compile(r"\s*(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)  # a wh-question
@@ -318,7 +319,8 @@ def is_proposal(question: str) -> bool:
     return any(_PROPOSAL.search(part) and not _WH.match(part) for part in _SENTENCES.split(question.strip()))
 
 
-def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | None = None) -> RuleVerdict | None:
+def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | None = None, *,
+                 asked_days: Sequence[tuple[date, date]] = ()) -> RuleVerdict | None:
     """A yes/no verdict on a proposal from the stored rules, or None when no rule is about it.
 
     A prohibiting rule (never, don't, avoid, allergic, no …) whose object overlaps the proposal and
@@ -326,7 +328,11 @@ def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | Non
     the proposal meets → "Yes — <rule>"; one it does not meet (other terms, another day) → "No — <rule>".
     A prohibiting rule on the same thing but another day or time → "Yes — nothing in your rules rules it
     out", quoting the closest rule. The rule is quoted as stored; with ``context`` (the packed text),
-    only rules shown there verbatim are used, so the validator can check the quote."""
+    only rules shown there verbatim are used, so the validator can check the quote.
+
+    An amount in the question is judged by the newest limit on it (:func:`_limit_verdict`). Days in
+    ``asked_days`` (the caller resolves the question's dates with the write path's resolver) that a
+    stored plan already takes make the proposal "No — it clashes with ..." (:func:`_clash`)."""
     flat = _norm(context) if context is not None else None
     limit = _limit_verdict(question, evidence, flat)
     if not is_proposal(question):
@@ -354,6 +360,9 @@ def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | Non
             yes.append((item, rule))
     if no:
         return RuleVerdict(f"No — {no[0][1]}", _holding_rule(no), "no")
+    clash = _clash(question, evidence, flat, asked_days)
+    if clash is not None:
+        return clash
     if limit is not None:
         return limit
     if yes:
@@ -370,6 +379,42 @@ _ASKS_LIMIT = re.compile(
     r"^\s*(?:do|does|did|is|are|would|will|can|could|should|am)\b.*\b(?:fit|fits|within|afford|over|under|budget|"
     r"limit|allowed|ok(?:ay)?|fine|too\s+(?:much|far|long|many))\b", re.IGNORECASE | re.DOTALL,
 )
+
+
+CLASH_MAX_DAYS = 14  # a stored span longer than this ("in June", "this spring") takes no particular day
+
+
+def _clash(question: str, evidence: Sequence[Evidence], flat: str | None,
+           asked_days: Sequence[tuple[date, date]]) -> RuleVerdict | None:
+    """A proposal for days a stored plan already takes ("feed Mochi 22 to 26 December" while "Dublin
+    from 21 to 27 December") → "No — it clashes with ...", quoting the sentence that dates the plan;
+    the newest such note wins (a moved plan is told again). A note sharing what the proposal is about
+    is the proposal itself, told earlier, not a clash."""
+    asked = [(a, b) for a, b in asked_days if (b - a).days < CLASH_MAX_DAYS]
+    if not asked:
+        return None
+    about = _plain_terms(question)
+    found: list[tuple[str, int, Evidence, str, str]] = []
+    for item in evidence:
+        if item.kind in ("summary", "profile") or item.note_id <= 0:
+            continue
+        for d in item.dates:
+            start, end = parse_iso_day(d.get("start")), parse_iso_day(d.get("end"))
+            if start is None or d.get("approximate") or d.get("granularity", "day") != "day":
+                continue
+            end = end or start
+            if (end - start).days >= CLASH_MAX_DAYS or not any(start <= b and a <= end for a, b in asked):
+                continue
+            label = d.get("label") or ""
+            sentence = next((x for x in _SENTENCES.split(item.text.strip()) if label and f"[{label}]" in x),
+                            item.text.strip())
+            if _plain_terms(sentence) & about or (flat is not None and _norm(sentence) not in flat):
+                continue
+            found.append((item.event_time or "", item.note_id, item, sentence, label))
+    if not found:
+        return None
+    _, _, item, sentence, label = max(found, key=lambda f: (f[0], f[1]))
+    return RuleVerdict(f'No — it clashes with your plans for {label}: "{sentence.strip()}"', [item], "no")
 
 
 # Words every limit and every question about one may use: they say nothing about what is limited.
@@ -425,6 +470,11 @@ def _limit_verdict(question: str, evidence: Sequence[Evidence],
     asked = asked_amount(question, lim.amount.unit)
     if asked is None:
         return None
+    bounded = [a for a in limits(question, budget=False) if a.amount.unit == lim.amount.unit]
+    if bounded:  # "Do I still only take jobs within 30 miles?" asks what the limit is, not about 30 miles
+        if bounded[0].amount.value == lim.amount.value and bounded[0].upper == lim.upper:
+            return RuleVerdict(f'Yes — "{rule}"', [item], "yes")
+        return RuleVerdict(f'No — the newest limit is {lim.amount.show()}: "{rule}"', [item], "no")
     value, parts = asked
     shown = " + ".join(a.show() for a in parts) + (f" = {lim.amount.show(value)}" if len(parts) > 1 else "")
     if lim.allows(value):

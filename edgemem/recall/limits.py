@@ -115,11 +115,13 @@ def _clause_before(text: str, start: int) -> str:
     return " ".join(head.split()[-_BOUND_WORDS:])
 
 
-def limits(sentence: str) -> list[Limit]:
-    """The limits a rule sentence states: each amount with a bound before it in its clause."""
+def limits(sentence: str, *, budget: bool = True) -> list[Limit]:
+    """The limits a rule sentence states: each amount with a bound before it in its clause; with
+    ``budget``, also the first sum of money in a sentence about a budget ("budget for the night,
+    £200") — not in a question, where "does a £45 dinner fit my budget?" names the amount asked."""
     out = []
     forbids = _FORBIDS.search(sentence) is not None
-    budget_sentence = re.search(r"\bbudget", sentence, re.IGNORECASE) is not None
+    budget_sentence = budget and re.search(r"\bbudget", sentence, re.IGNORECASE) is not None
     for amount in amounts(sentence):
         before = _clause_before(sentence, amount.start)
         if _LOWER.search(before):

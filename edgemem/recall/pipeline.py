@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from edgemem.recall import answer as answer_agent
@@ -88,10 +88,13 @@ def run(
     now: datetime | None = None,
     evidence: Sequence[int] | None = None,
     cluster_model: bool = False,
+    question_days: Sequence[tuple[date, date]] = (),
 ) -> Outcome:
     """Answer ``question`` from memory; ``now`` (when it is asked) is the reference date of Tier 3.
     ``evidence`` (note ids) replaces retrieval: the evaluation's reading ceiling. ``cluster_model``:
-    the model picks among close clusters (else the centroid margin decides, no model call)."""
+    the model picks among close clusters (else the centroid margin decides, no model call).
+    ``question_days``: the spans of days the question's own dates name, resolved by the caller (the
+    engine, with the write path's resolver): a proposal for days a stored plan takes is a clash."""
     shown = {"any": False}  # has the user seen tokens since the last reset?
     sink = on_token
 
@@ -176,7 +179,8 @@ def run(
         else:
             t = time.perf_counter()
             used = [e for e in gathered.items if e.note_id in set(packed.items_used)]
-            drafted = answer_agent.answer(llm, tag, question, packed.text, used, on_token=on_token)
+            drafted = answer_agent.answer(llm, tag, question, packed.text, used, on_token=on_token,
+                                          asked_days=question_days)
             text = drafted.text
             stages[f"answer{attempt}"] = {
                 "ms": _ms(t), "prompt_tokens": drafted.prompt_tokens, "completion_tokens": drafted.completion_tokens,

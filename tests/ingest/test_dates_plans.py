@@ -217,3 +217,13 @@ def test_a_weekday_with_a_plural_part_of_day_is_every_week() -> None:
     assert resolve_dates("From September: pottery on Tuesday evenings, Wednesday evenings free.", said) == []
     assert resolve_dates("no meetings on Friday afternoons", said) == []
     assert [d.start for d in resolve_dates("the dentist is on Friday afternoon", said)] == [date(2025, 7, 25)]
+
+
+def test_can_or_might_before_a_date_is_a_plan_even_after_a_past_verb() -> None:
+    said = datetime(2025, 11, 15, 9, 0)
+    assert annotate("Hannah asked if I can feed Mochi from 22 to 26 December.", said) == (
+        "Hannah asked if I can feed Mochi from 22 to 26 December [22–26 December 2025].")
+    assert annotate("I might see Mum on 3 December.", said) == "I might see Mum on 3 December [3 December 2025]."
+    # "can't" is no plan, and the past verb next to the date still decides.
+    assert annotate("I can't believe we met on 3 November.", said) == (
+        "I can't believe we met on 3 November [3 November 2025].")

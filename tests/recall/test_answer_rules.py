@@ -97,6 +97,7 @@ def test_the_validator_accepts_a_verdict_only_with_the_rule_verbatim() -> None:
     ("Is it ok to order the pad thai with peanuts?", True),
     ("Is a wine-tasting tour a good idea for Lisbon?", True),
     ("Kwame wants the sync on Friday at 7:30pm. OK with me?", True),
+    ("Tariq asked for a design review this Friday at 3pm, is that ok?", True),
     ("Is Sam on day shifts?", False),  # a fact asked yes/no, not a proposal
     ("Do I like jazz?", False),
     ("What should I bring to Ana's birthday?", False),

@@ -1,4 +1,5 @@
-"""Quantity limits: amounts and bounds read from rule sentences, and verdicts from the newest limit."""
+"""Verdicts decided in code beyond days and times: quantity limits (the newest limit on the same
+thing, by arithmetic) and clashes with stored plans on the days a proposal names."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import pytest
 
 from edgemem.recall import pipeline
 from edgemem.recall.answer import rule_verdict
+from datetime import date, datetime
+
+from edgemem.engine import question_days
 from edgemem.recall.evidence import Evidence
 from edgemem.recall.limits import amounts, asked_amount, limits
 from edgemem.recall.validator import validate
@@ -82,6 +86,62 @@ def test_a_limit_is_answered_from_a_real_store_with_no_model_call(settings, embe
                            embed=eng.runtime.embed, router=FixedRouter("constraint-validation"))
         assert out.text == 'Yes — 40 miles is within the limit: "With the new van I\'m happy to take jobs up to 40 miles now."'
         assert out.note_ids == [ids["With the new van I'm happy to take jobs up to 40 miles now."]]
+        assert llm.calls == []
+    finally:
+        eng.close()
+
+
+def test_a_question_about_the_limit_itself_is_answered_with_the_newest_one() -> None:
+    assert rule_verdict("Do I still only take jobs within 30 miles?", TOM).text == (
+        'No — the newest limit is 40 miles: "with the new van\'s mileage I\'m happy to go up to 40 miles now, not 30"')
+    assert rule_verdict("Can I take jobs up to 40 miles away now?", TOM).text == (
+        'Yes — "with the new van\'s mileage I\'m happy to go up to 40 miles now, not 30"')
+
+
+def span(start: str, end: str, label: str) -> dict:
+    return {"phrase": "x", "start": start, "end": end, "granularity": "day", "approximate": False, "label": label}
+
+
+PLANS = [
+    Evidence(1, "Noted: Dublin, 23 to 28 December [23–28 December 2025].", "2025-10-21T19:00:00", "Assistant",
+             dates=[span("2025-12-23", "2025-12-28", "23–28 December 2025")]),
+    Evidence(2, "Updated: Dublin from 21 to 27 December [21–27 December 2025].", "2025-11-14T21:00:00", "Assistant",
+             dates=[span("2025-12-21", "2025-12-27", "21–27 December 2025")]),
+    Evidence(3, "I'm feeding Hannah's cat Mochi 5 to 9 March [5–9 March 2025].", "2025-02-22T09:00:00", "Maya",
+             dates=[span("2025-03-05", "2025-03-09", "5–9 March 2025")]),
+    Evidence(4, "Pocket Budgets went live in December [December 2025].", "2025-11-14T21:00:00", "Maya",
+             dates=[{**span("2025-12-01", "2025-12-31", "December 2025"), "granularity": "month"}]),
+]
+
+
+def test_a_proposal_on_days_a_plan_takes_is_a_clash_quoting_the_newest_plan() -> None:
+    asked = question_days("Hannah asked if I can feed Mochi from 22 to 26 December. Can I?", datetime(2025, 11, 15, 9))
+    assert asked == [(date(2025, 12, 22), date(2025, 12, 26))]
+    verdict = rule_verdict("Hannah asked if I can feed Mochi from 22 to 26 December. Can I?", PLANS, asked_days=asked)
+    assert verdict.text == ('No — it clashes with your plans for 21–27 December 2025: '
+                            '"Updated: Dublin from 21 to 27 December [21–27 December 2025]."')
+    assert [e.note_id for e in verdict.rules] == [2]
+    context = "(14 November 2025, Assistant) Updated: Dublin from 21 to 27 December [21–27 December 2025]."
+    assert validate("q", verdict.text, context, None).stage == "rule_verdict"
+    # Free days, a month-long span, and a note about the proposal itself are no clash.
+    assert rule_verdict("Can I feed Mochi on 10 December?", PLANS, asked_days=[(date(2025, 12, 10),) * 2]) is None
+    assert rule_verdict("Can I feed Mochi from 5 to 9 March?", PLANS, asked_days=[(date(2026, 3, 5), date(2026, 3, 9))]) is None
+    assert rule_verdict("Can I feed Mochi from 5 to 9 March?", PLANS[2:3],
+                        asked_days=[(date(2025, 3, 5), date(2025, 3, 9))]) is None
+    # Not a proposal: no verdict, whatever the days.
+    assert rule_verdict("What am I doing from 22 to 26 December?", PLANS, asked_days=asked) is None
+
+
+def test_the_engine_resolves_the_question_days_and_answers_a_clash_with_no_model_call(settings, embedder) -> None:
+    eng, llm, ids = remembered(settings, embedder, [
+        ("2026-04-21T20:00:00", "Dave's doing his stag in Cardiff on 27 June."),
+        ("2026-04-22T20:00:00", "Finished the rewire at the Patels' house."),
+    ])
+    try:
+        out = eng.ask("A customer in Newport wants me on Saturday 27 June. Can I do it?", now=datetime(2026, 5, 20, 9))
+        assert out.text == ('No — it clashes with your plans for 27 June 2026: '
+                            '"Dave\'s doing his stag in Cardiff on 27 June [27 June 2026]."')
+        assert [n.id for n in out.notes] == [ids["Dave's doing his stag in Cardiff on 27 June."]]
         assert llm.calls == []
     finally:
         eng.close()
