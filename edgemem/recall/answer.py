@@ -538,3 +538,40 @@ def profile_notes(items: Sequence[Evidence], question: str, k: int = PROFILE_NOT
     wanted = terms(question)
     found = [e for e in items if e.kind == "raw" and e.note_id > 0 and terms(e.text) & wanted]
     return sorted(found, key=lambda e: -e.score)[:k]
+
+
+# Who a suggestion is for, when it is not the asker: a name, or a family or social role.
+_ROLE_WORDS = {
+    "mum", "mom", "mother", "dad", "father", "parents", "sister", "brother", "wife", "husband", "partner", "son",
+    "daughter", "grandma", "gran", "granny", "grandmother", "grandpa", "grandad", "grandfather", "aunt", "uncle",
+    "cousin", "niece", "nephew", "friend", "boss", "girlfriend", "boyfriend", "fiance", "fiancee", "kids", "children",
+}
+
+
+_FOR_SOMEONE = re.compile(r"\b(?:get|take|buy|give|for|invite|visit|surprise|treat|cook\s+for|with)\s+([A-Z][a-z'’-]+)"
+                          r"|(?<=\s)([A-Z][a-z]+)['’]s\b")
+_NOT_PEOPLE = terms(" ".join(_DAYS) + " " + " ".join(_MONTH_NAMES) + " christmas easter new year birthday weekend")
+
+
+def _others(question: str) -> set[str]:
+    """The people a question names besides the asker: a role ("Mum", "my sister") or a capitalised
+    name right after a verb or preposition of giving ("take Sue", "a gift for Ana")."""
+    words = {w.lower().removesuffix("'s").removesuffix("’s") for w in re.findall(r"[A-Za-z][A-Za-z'’-]*", question)}
+    named = {(m.group(1) or m.group(2)).lower().removesuffix("'s").removesuffix("’s") for m in _FOR_SOMEONE.finditer(question)}
+    return {w for w in (words & _ROLE_WORDS) | named if not terms(w) & _NOT_PEOPLE}
+
+
+def profile_for(question: str, facts: Sequence[Evidence]) -> list[Evidence]:
+    """The profile facts a suggestion may lean on. A suggestion for someone else ("What should I
+    get Mum for her birthday?") keeps only the facts about them or sharing a word with the question:
+    the asker's own facts ("maya — dog: 4 year old whippet") were pinned first and answered it."""
+    others = _others(question)
+    if not others:
+        return list(facts)
+    wanted = terms(question)
+    kept = []
+    for fact in facts:
+        subject = fact.text.split(" — ", 1)[0].strip().lower()
+        if subject in others or terms(fact.text) & wanted:
+            kept.append(fact)
+    return kept

@@ -146,7 +146,9 @@ def run(
             gathered = tiers.given(conn, tag, evidence)
         notes_budget = None
         if gathered.tier == 1 and gathered.items and evidence is None:
-            # A tailored suggestion needs the notes about what is asked beside the stated likes.
+            # A tailored suggestion needs the notes about what is asked beside the stated likes; one
+            # for someone else leans on their facts, not the asker's.
+            gathered.items = answer_agent.profile_for(question, gathered.items)
             gathered.items += answer_agent.profile_notes(tiers.gather(conn, "targeted-extraction", question, embed,
                                                                       reference=reference).items, question)
             notes_budget = packer.PROFILE_NOTES_BUDGET

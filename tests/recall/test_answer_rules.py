@@ -139,3 +139,19 @@ def test_a_wh_question_loses_a_verdict_opening_the_model_put_on_it(settings, emb
     assert answer_agent.without_verdict("Can I eat peanuts?", "No — I'm allergic to peanuts.") == \
         "No — I'm allergic to peanuts."
     assert answer_agent.without_verdict("Who won?", "No — nobody") == "Nobody"
+
+
+def test_a_suggestion_for_someone_else_keeps_their_facts_not_the_askers() -> None:
+    from edgemem.recall.answer import profile_for
+
+    facts = [
+        Evidence(-1_000_001, "maya — dog: 4 year old whippet (identity)", "2025-02-03", kind="profile"),
+        Evidence(-1_000_002, "maya — diet: pescatarian (identity)", "2025-02-03", kind="profile"),
+        Evidence(-1_000_003, "mum — likes: gin and gardening (preference)", "2025-02-22", kind="profile"),
+        Evidence(-1_000_004, "maya — birthday gifts: never gift cards (rule)", "2025-02-22", kind="profile"),
+    ]
+    kept = [e.note_id for e in profile_for("What should I get Mum for her birthday?", facts)]
+    assert kept == [-1_000_003, -1_000_004]  # Mum's facts, and the asker's that share a word
+    assert len(profile_for("What should I cook for dinner tonight?", facts)) == 4  # for the asker: all
+    assert [e.note_id for e in profile_for("What gift should I buy for Ana?", facts)] == [-1_000_004]
+    assert len(profile_for("Plan me a nice Saturday morning.", facts)) == 4  # a day is not a person
