@@ -563,8 +563,10 @@ def _others(question: str) -> set[str]:
 
 def profile_for(question: str, facts: Sequence[Evidence]) -> list[Evidence]:
     """The profile facts a suggestion may lean on. A suggestion for someone else ("What should I
-    get Mum for her birthday?") keeps only the facts about them or sharing a word with the question:
-    the asker's own facts ("maya — dog: 4 year old whippet") were pinned first and answered it."""
+    get Mum for her birthday?") drops the asker's identity facts that share no word with the
+    question: "maya — dog: 4 year old whippet" was pinned first and answered it. Facts about the
+    other person, and the asker's preferences and rules ("gift style: handmade or living gifts"),
+    which govern what they do for others too, stay."""
     others = _others(question)
     if not others:
         return list(facts)
@@ -572,6 +574,7 @@ def profile_for(question: str, facts: Sequence[Evidence]) -> list[Evidence]:
     kept = []
     for fact in facts:
         subject = fact.text.split(" — ", 1)[0].strip().lower()
-        if subject in others or terms(fact.text) & wanted:
+        identity = fact.text.rstrip().endswith("(identity)")
+        if subject in others or not identity or terms(fact.text) & wanted:
             kept.append(fact)
     return kept

@@ -137,6 +137,7 @@ def run(
     # be held by a line about them (LoCoMo's adversarial questions swap the speaker; a wider
     # retrieval otherwise gives the model a second chance to paraphrase past the check).
     owner_strict = False
+    computed: tuple[str, list[int]] | None = None  # an answer Tier 3 computed from the notes
     for attempt in (0, 1):
         t = time.perf_counter()
         if evidence is None:
@@ -153,6 +154,7 @@ def run(
                                                                       reference=reference).items, question)
             notes_budget = packer.PROFILE_NOTES_BUDGET
         stages[f"retrieve{attempt}"] = {"ms": _ms(t), "tier": gathered.tier, **gathered.info}
+        computed = computed or gathered.computed
         t = time.perf_counter()
         packed = packer.pack(question, tag, gathered.items, count, ceiling=ceiling, tier2_budget=notes_budget)
         stages[f"pack{attempt}"] = {"ms": _ms(t), "tokens": packed.total_tokens, "by_slot": packed.tokens_by_slot}
@@ -209,10 +211,18 @@ def run(
             _report(on_stage, "retry", tag=tag)
             reset()
 
-    trace.update(verdict="abstain", escalated=True, final_tag=tag)
     trace["pipeline_tokens"] = _pipeline_tokens(stages)
     trace["total_ms"] = _ms(start)
     reset()
+    if computed is not None:
+        # Both attempts failed, but Tier 3 read the answer off the notes ("how has my weight
+        # changed?": each reading with its date): that, citing the notes it comes from, not "not found".
+        text, cited = computed
+        trace.update(verdict="computed", escalated=True, final_tag=tag, cited=cited, cite_reason="computed")
+        if on_token:
+            on_token(text)
+        return Outcome(text, cited, trace)
+    trace.update(verdict="abstain", escalated=True, final_tag=tag)
     if on_token:
         on_token(ABSTAIN)
     return Outcome(ABSTAIN, [], trace)  # an abstention cites nothing; the trace keeps what was seen

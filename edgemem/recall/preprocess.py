@@ -74,6 +74,8 @@ class Prepared:
     facts: list[str] = field(default_factory=list)  # pre-computed facts: the packer's summary slot
     dropped: list[int] = field(default_factory=list)  # note ids a filter removed
     groups: list[SessionGroup] = field(default_factory=list)  # broad-summarization map shards
+    # An answer computed from the notes, given when the model's attempts all fail: (text, note ids).
+    computed: tuple[str, list[int]] | None = None
 
     def items(self) -> list[Evidence]:
         """Facts as summary evidence (negative ids: they are computed, not notes), then the evidence."""
@@ -501,15 +503,16 @@ def _values(text: str, topic: set[str]) -> list[tuple[str, str]]:
     return found
 
 
-def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> list[str]:
+def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> tuple[list[str], tuple[str, list[int]] | None]:
     """"How has my weight changed?": the measured values of the tracked thing, oldest first, with
     their dates ("102 kg (12 October 2025) → 99 kg (...) → 93 kg (...)") — the sequence a state
     question asks for, read off the notes instead of left to a small model to collect.
 
     One value per note, of the kind most notes share (clock readings, one unit, or bare numbers by the
-    topic's words); nothing when fewer than two notes give one or all give the same value."""
+    topic's words); nothing when fewer than two notes give one or all give the same value. Also
+    returned: the sequence as an answer, with the notes it comes from."""
     if _COUNTING.search(question):
-        return []
+        return [], None
     per_note: list[tuple[Evidence, dict[str, str]]] = []
     for scope in (topic, set()) if topic else (set(),):
         # No note names the topic ("my weight" told as "102 kilos"): values with a unit, from any note.
@@ -527,7 +530,7 @@ def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> list[
             kinds.setdefault(kind, []).append((e, value))
     ranked = sorted(kinds.items(), key=lambda kv: (len({v for _, v in kv[1]}), len(kv[1])), reverse=True)
     if not ranked or len(ranked[0][1]) < 2 or len({v for _, v in ranked[0][1]}) < 2:
-        return []
+        return [], None
     series = []
     for e, value in ranked[0][1]:  # a value repeated the same day (the assistant's echo) is one reading
         if not series or (series[-1][1], _when(series[-1][0])[1]) != (value, _when(e)[1]):
@@ -536,7 +539,9 @@ def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> list[
         series = series[: TREND_MAX // 2 - 1] + series[-(TREND_MAX - TREND_MAX // 2 + 1):]
     steps = " → ".join(f"{value} ({_when(e)[1]})" for e, value in series)
     about = " ".join(w for w in re.findall(r"[A-Za-z][\w'-]*", question) if terms(w) & topic) or "it"
-    return [f"{about}, each value in the notes, oldest first: {steps}"]
+    (first, a), (last, b) = series[0], series[-1]
+    answer = f"From {a} ({_when(first)[1]}) to {b} ({_when(last)[1]}): {steps}"
+    return [f"{about}, each value in the notes, oldest first: {steps}"], (answer, [e.note_id for e, _ in series])
 
 
 def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None = None) -> Prepared:
@@ -577,7 +582,8 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
         half = TIMELINE_MAX // 2
         facts = facts[:half] + facts[-(TIMELINE_MAX - half):]
     # "How many parkruns have I done?" tracks a count, not a state: the distinct events come first.
-    facts = _count_facts(question, ordered)[:1] + _trend(question, ordered, topic or names) + facts
+    trend, computed = _trend(question, ordered, topic or names)
+    facts = _count_facts(question, ordered)[:1] + trend + facts
     kept_ids = {id(e) for e in kept}
     dropped = [e.note_id for e in evidence if id(e) not in kept_ids]
-    return Prepared("state-tracking", ordered, facts, dropped)
+    return Prepared("state-tracking", ordered, facts, dropped, computed=computed)

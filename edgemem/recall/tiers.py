@@ -51,6 +51,7 @@ class Gathered:
     items: list[Evidence]  # pinned profile, pre-computed facts, then evidence in preprocessing order
     retrieved: list[int] = field(default_factory=list)
     info: dict = field(default_factory=dict)
+    computed: tuple[str, list[int]] | None = None  # Tier 3's own answer, for when the model's fail
 
 
 def profile_evidence(conn: Any, question: str | None = None) -> list[Evidence]:
@@ -159,7 +160,7 @@ def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | No
     prepared = preprocess.prepare(tag, question, evidence, reference=reference, supersedes=supersedes)
     pinned = profile_evidence(conn, question)
     info["pinned"] = len(pinned)
-    return Gathered(tag, tier, pinned + prepared.items(), [h.note_id for h in hits], info)
+    return Gathered(tag, tier, pinned + prepared.items(), [h.note_id for h in hits], info, prepared.computed)
 
 
 def given(conn: Any, tag: str, note_ids: Sequence[int]) -> Gathered:

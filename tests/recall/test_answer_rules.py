@@ -151,7 +151,8 @@ def test_a_suggestion_for_someone_else_keeps_their_facts_not_the_askers() -> Non
         Evidence(-1_000_004, "maya — birthday gifts: never gift cards (rule)", "2025-02-22", kind="profile"),
     ]
     kept = [e.note_id for e in profile_for("What should I get Mum for her birthday?", facts)]
-    assert kept == [-1_000_003, -1_000_004]  # Mum's facts, and the asker's that share a word
+    assert kept == [-1_000_003, -1_000_004]  # Mum's facts, and the asker's rules and preferences
     assert len(profile_for("What should I cook for dinner tonight?", facts)) == 4  # for the asker: all
-    assert [e.note_id for e in profile_for("What gift should I buy for Ana?", facts)] == [-1_000_004]
-    assert len(profile_for("Plan me a nice Saturday morning.", facts)) == 4  # a day is not a person
+    facts.append(Evidence(-1_000_005, "maya — gift budget: about 50 pounds a gift (identity)", "2025-02-22", kind="profile"))
+    assert [e.note_id for e in profile_for("What gift should I buy for Ana?", facts)] == [-1_000_003, -1_000_004, -1_000_005]
+    assert len(profile_for("Plan me a nice Saturday morning.", facts)) == 5  # a day is not a person

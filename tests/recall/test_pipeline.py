@@ -132,3 +132,25 @@ def test_cluster_choice_asks_the_model_only_with_cluster_model(engine, monkeypat
     llm.enqueue("7 May 2023")
     run(eng, llm, "When did Caroline go to the support group?", "temporal-reasoning", cluster_model=on)
     assert given and all((g is llm) if on else (g is None) for g in given)
+
+
+def test_a_state_question_the_model_gives_up_on_gets_the_readings_tier_3_computed(settings, embedder) -> None:
+    llm = ScriptedLLM()
+    eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
+    try:
+        ids = {}
+        for when, text in [
+            ("2025-10-02T19:30:00", "stood on the scales, 102 kilos. target's 95"),
+            ("2025-12-15T20:41:00", "and I'm 97 kilos"),
+            ("2026-05-19T20:20:00", "93 kilos"),
+            ("2026-05-20T09:00:00", "Josh's training moved to Wednesdays."),
+        ]:
+            ids[text] = eng.remember(text, speaker="Tom", when=when, process=True)["notes"][0]
+        llm.enqueue("ESCALATE_REQUIRED", "ESCALATE_REQUIRED")
+        out = run(eng, llm, "How has my weight changed?", "state-tracking")
+        assert out.text == ("From 102 kg (2 October 2025) to 93 kg (19 May 2026): 102 kg (2 October 2025) → "
+                            "97 kg (15 December 2025) → 93 kg (19 May 2026)")
+        assert out.trace["verdict"] == "computed"
+        assert out.note_ids == [ids[t] for t in list(ids)[:3]]  # the notes each reading comes from
+    finally:
+        eng.close()
