@@ -17,7 +17,7 @@ from nltk.stem import PorterStemmer
 
 from edgemem.text import STOPWORDS, day_label, tokens
 
-__all__ = ["Evidence", "KINDS", "parse_iso_day", "terms", "jaccard", "answer_terms", "line_terms", "supporting"]
+__all__ = ["Evidence", "KINDS", "TIME_FRAME_TERMS", "parse_iso_day", "terms", "jaccard", "answer_terms", "line_terms", "supporting"]
 
 KINDS = ("profile", "pinned", "summary", "raw")
 
@@ -91,6 +91,15 @@ def terms(text: str) -> set[str]:
         if len(word) >= 3 and word not in STOPWORDS:
             found.add(_stem(word))
     return found
+
+
+# The time frame of a question is not what it is about: "this year", "last week", "since the start
+# of the year" must not make a fact relevant ("maya — dog: 4 year old whippet" was pinned for "How
+# many parkruns have I logged this year?").
+TIME_FRAME_TERMS = terms(
+    "year years month months week weeks day days today tonight yesterday tomorrow lately recently ago last past "
+    "far time times"
+)
 
 
 def jaccard(a: set[str], b: set[str]) -> float:

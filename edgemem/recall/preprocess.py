@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 
-from edgemem.recall.evidence import Evidence, jaccard, parse_iso_day, terms
+from edgemem.recall.evidence import TIME_FRAME_TERMS, Evidence, jaccard, parse_iso_day, terms
 from edgemem.recall.events import anchors
 from edgemem.recall.limits import has_limit
 from edgemem.recall.tools import count_occurrences, describe_days, describe_months, describe_weeks, ground
@@ -434,10 +434,8 @@ def rules(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[in
 _STATE_WORDS = terms(
     "change changed changes changing evolve evolved evolving progress progression progressed develop "
     "developed development become became over time since start started first now current currently "
-    "feel feels felt view views think thought opinion journey situation how what done doing going gone went "
-    # the time frame of the question is not its subject: "over the year", "since the start of the year"
-    "year years month months week weeks today lately recently ago last past far"
-)
+    "feel feels felt view views think thought opinion journey situation how what done doing going gone went"
+) | TIME_FRAME_TERMS  # "over the year", "since the start of the year": when, not what
 # Month and day names are when, not who: "What's my HbA1c done since September?" tracks HbA1c.
 _CALENDAR = terms(" ".join(MONTH_NAMES) + " monday tuesday wednesday thursday friday saturday sunday")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from edgemem.recall import preprocess
-from edgemem.recall.evidence import Evidence, terms
+from edgemem.recall.evidence import TIME_FRAME_TERMS, Evidence, terms
 from edgemem.recall.retrieve import Hit, hybrid, multi_path, prefer_speaker, rrf, with_replies
 from edgemem.store import links, notes, search
 from edgemem.store import profile as profile_store
@@ -57,7 +57,7 @@ class Gathered:
 def profile_evidence(conn: Any, question: str | None = None) -> list[Evidence]:
     """Current profile facts (all of them, or those sharing a term with the question)."""
     facts = profile_store.current(conn)
-    wanted = terms(question) if question else None
+    wanted = terms(question) - TIME_FRAME_TERMS if question else None
     out = []
     for fact in facts:
         line = f"{fact.subject} — {fact.attribute.replace('_', ' ')}: {fact.value} ({fact.kind})"

@@ -159,3 +159,20 @@ def test_the_reply_to_a_matching_line_is_raised_with_it(session, embedder) -> No
     tied = retrieve.with_replies(conn, plain, factor=1.0)  # at its line's own score: right behind it
     assert [h.note_id for h in tied][:2] == [question_line, answer_line] and tied[1].pathways["reply"] == 1
     assert answer_line in tiers.gather(conn, "targeted-extraction", question, embedder.embed).retrieved[:3]
+
+
+def test_profile_facts_are_pinned_by_what_is_asked_not_by_its_time_frame(settings, embedder) -> None:
+    from edgemem.store import profile as profile_store
+    from recall_fakes import remembered
+
+    eng, _, ids = remembered(settings, embedder, [("2025-02-03T09:00:00", "Pepper is my 4 year old whippet.")])
+    try:
+        with eng.store.transaction() as conn:
+            profile_store.upsert(conn, "maya/identity/dog", "4 year old whippet", valid_from="2025-02-03T09:00:00",
+                                 note_id=ids["Pepper is my 4 year old whippet."])
+        conn = eng.store.conn
+        assert tiers.profile_evidence(conn, "How many parkruns have I logged this year?") == []
+        assert [e.text for e in tiers.profile_evidence(conn, "How old is my whippet?")] == [
+            "maya — dog: 4 year old whippet (identity)"]
+    finally:
+        eng.close()
