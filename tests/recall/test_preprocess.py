@@ -226,7 +226,7 @@ def test_counting_questions_get_counts_of_their_content_words() -> None:
     prepared = diversify("How many times did Melanie go camping?", evidence)
     # 'Melanie' is a speaker, so only 'camping' is counted: distinct events first, then the mentions.
     assert prepared.facts == [
-        "distinct events of 'camping' (a repeat counts once): 3 — We went camping at the lake (1 May 2023),"
+        "number of camping: 3 (distinct events, a repeat counts once) — We went camping at the lake (1 May 2023),"
         " Camping again with the kids (1 June 2023), Melanie told me about camping (2 June 2023);"
         " 'camping' is mentioned 3 times in 3 notes from 3 sessions"]
     assert diversify("What does Melanie like about camping?", evidence).facts == []
@@ -322,7 +322,7 @@ def test_a_counting_state_question_gets_the_distinct_events_first() -> None:
         Evidence(4, "parkrun this morning 27:35", "2025-08-16T09:00:00", speaker="Maya", session="s3"),
     ]
     prepared = timeline("How many parkruns have I done this year?", runs)
-    assert prepared.facts[0].startswith("distinct events of 'parkruns' (a repeat counts once): 3 — ")
+    assert prepared.facts[0].startswith("number of parkruns: 3 (distinct events, a repeat counts once) — ")
     assert all(f.startswith("state on ") for f in prepared.facts[1:])
     # A question that does not count gets the measured values instead, then the timeline.
     changed = timeline("How has my parkrun time changed?", runs).facts

@@ -148,12 +148,12 @@ def test_execute_count_occurrences_over_the_packed_evidence() -> None:
     assert call is not None
     # The tool counts distinct events first (a repeat of one event counts once), then the mentions.
     assert execute(call, CAMPING) == (
-        "distinct events of 'camping' (a repeat counts once): 3 — We went camping at the lake (8 May 2023), "
+        "number of camping: 3 (distinct events, a repeat counts once) — We went camping at the lake (8 May 2023), "
         "Camping again (8 May 2023), Melanie's campings are legendary (8 May 2023); "
         "'camping' is mentioned 4 times in 3 notes from 3 sessions"
     )
     assert execute(call, CAMPING[:1]) == (
-        "distinct events of 'camping' (a repeat counts once): 1 — We went camping at the lake (8 May 2023); "
+        "number of camping: 1 (distinct events, a repeat counts once) — We went camping at the lake (8 May 2023); "
         "'camping' is mentioned 1 time in 1 note from 1 session"
     )
 

@@ -179,7 +179,7 @@ def test_repeats_of_one_event_count_once() -> None:
     call = parse_tool_call("TOOL: count_occurrences(finished)")
     assert call is not None
     assert execute(call, BOOKS) == (
-        "distinct events of 'finished' (a repeat counts once): 3 — Dune (3 March 2026), Circe (20 March 2026), "
+        "number of finished: 3 (distinct events, a repeat counts once) — Dune (3 March 2026), Circe (20 March 2026), "
         "Piranesi (5 April 2026); 'finished' is mentioned 5 times in 5 notes from 5 sessions"
     )
 
@@ -195,7 +195,7 @@ def test_a_line_that_says_it_did_not_happen_is_no_event() -> None:
     found = count_occurrences("parkrun", runs)
     assert (found.mentions, found.note_ids, found.negated) == (2, (1, 5), 3)
     assert found.describe_events() == (
-        "distinct events of 'parkrun' (a repeat counts once): 2 — parkrun done (22 February 2025), "
+        "number of parkrun: 2 (distinct events, a repeat counts once) — parkrun done (22 February 2025), "
         "parkrun on Saturday: 28:31 (15 March 2025); 'parkrun' is mentioned 2 times in 2 notes from 2 sessions; "
         "3 mentions said it did not happen"
     )
