@@ -375,21 +375,36 @@ _COUNT_NOISE = {"many", "often", "number", "count", "times", "time", "total", "d
 
 
 def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
-    """For counting questions, the occurrences of the question's content words (speakers excluded)."""
+    """For counting questions, the occurrences of the question's content words (speakers excluded).
+
+    Whose events: when the question names someone ("How many parkruns has Hannah done?"), only
+    the lines they said or that name them count; if the thing is in the notes but never with them,
+    the fact says so, rather than handing the model the asker's own count to attribute to them."""
     if not _COUNTING.search(question):
         return []
     speakers = {(e.speaker or "").casefold() for e in evidence}
+    names, _ = _tracked(question)
+    whose = [e for e in evidence if (terms(e.text) | terms(e.speaker or "")) & names] if names else list(evidence)
+    who = " and ".join(w.removesuffix("'s") for w in re.findall(r"(?<=\s)[A-Z][\w'-]*", question)
+                       if terms(w) & names)
     facts = []
     for word in dict.fromkeys(re.findall(r"[A-Za-z][A-Za-z'-]+", question)):
         low = word.lower().removesuffix("'s")
-        if len(low) < 3 or low in STOPWORDS or low in _COUNT_NOISE or low in speakers:
+        if len(low) < 3 or low in STOPWORDS or low in _COUNT_NOISE or low in speakers or terms(low) & names:
             continue
-        found = count_occurrences(low, evidence)
-        if found.mentions or found.negated:
+        found = count_occurrences(low, whose) if whose else None
+        if found is not None and (found.mentions or found.negated):
             facts.append(found.describe_events())
+        elif names and count_occurrences(low, evidence).mentions:
+            facts.append(f"number of {low} for {who}: none found — the notes that mention {low} are not about {who}")
         if len(facts) == 2:
             break
-    return facts
+    if not facts and names:  # "How many times did I go to Seville?": the name is what is counted
+        for word in dict.fromkeys(w.lower().removesuffix("'s") for w in who.split(" and ") if w):
+            found = count_occurrences(word, evidence)
+            if found.mentions or found.negated:
+                facts.append(found.describe_events())
+    return facts[:2]
 
 
 # --- constraint-validation ----------------------------------------------------------------------

@@ -376,3 +376,20 @@ def test_temporal_gives_the_length_of_a_range_and_the_weekday_of_a_day() -> None
         "11 May–19 June 2026, first day to last: 5 weeks and 4 days (39 days)"]
     assert temporal("What day of the week is Mum's 80th?", [exams, party]).facts == ["2 June 2026 is a Tuesday"]
     assert temporal("When is Mum's 80th?", [exams, party]).facts == []
+
+
+def test_a_count_for_someone_named_counts_only_their_lines() -> None:
+    runs = [
+        Evidence(1, "parkrun done!! 29:05 this morning", "2025-02-22T09:00:00", speaker="Maya", session="s1"),
+        Evidence(2, "parkrun on Saturday: 28:31!", "2025-03-18T09:00:00", speaker="Maya", session="s2"),
+        Evidence(3, "Hannah and I want a weekend in the Lakes", "2025-03-18T09:05:00", speaker="Maya", session="s2"),
+        Evidence(4, "did parkrun with Priya, she got 31:10", "2025-04-05T09:00:00", speaker="Maya", session="s3"),
+    ]
+    assert timeline("How many parkruns has Hannah done this year?", runs).facts[0] == (
+        "number of parkruns for Hannah: none found — the notes that mention parkruns are not about Hannah")
+    assert timeline("How many parkruns has Priya done?", runs).facts[0].startswith(
+        "number of parkruns: 1 (distinct events, a repeat counts once) — ")
+    assert timeline("How many parkruns have I done?", runs).facts[0].startswith("number of parkruns: 3 ")
+    trips = [Evidence(1, "back from Seville, what a week", "2025-09-19T09:00:00", speaker="Maya", session="s1"),
+             Evidence(2, "Seville again in May!", "2026-05-20T09:00:00", speaker="Maya", session="s2")]
+    assert timeline("How many times have I been to Seville?", trips).facts[0].startswith("number of seville: 2 ")
