@@ -17,7 +17,7 @@ from nltk.stem import PorterStemmer
 
 from edgemem.text import STOPWORDS, day_label, tokens
 
-__all__ = ["Evidence", "KINDS", "TIME_FRAME_TERMS", "parse_iso_day", "terms", "jaccard", "answer_terms", "line_terms", "supporting"]
+__all__ = ["ANNOTATION", "Evidence", "KINDS", "TIME_FRAME_TERMS", "parse_iso_day", "terms", "jaccard", "answer_terms", "line_terms", "supporting"]
 
 KINDS = ("profile", "pinned", "summary", "raw")
 
@@ -78,7 +78,7 @@ class Evidence:
 
 # Bracketed date annotations ("yesterday [7 May 2023]") say when, not what: they are left out of the
 # terms that decide what a note is about, or every note of May would look alike.
-_ANNOTATION = re.compile(r"\[[^\]]*\]")
+ANNOTATION = re.compile(r"\[[^\]]*\]")  # a resolved-date label written into a note: "[7 May 2023]"
 _stem = PorterStemmer().stem
 
 
@@ -86,7 +86,7 @@ def terms(text: str) -> set[str]:
     """Content terms of a text: stemmed words of three letters or more that are not stopwords, so
     'adopted' and 'adoption' meet. Used for subject overlap, query overlap and mention tests."""
     found = set()
-    for word in tokens(_ANNOTATION.sub(" ", text)):
+    for word in tokens(ANNOTATION.sub(" ", text)):
         word = word.removesuffix("'s")  # "Caroline's" is about Caroline
         if len(word) >= 3 and word not in STOPWORDS:
             found.add(_stem(word))
@@ -115,7 +115,7 @@ _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 
 def answer_terms(text: str) -> set[str]:
     """Content terms plus numbers ("4512", "14"): what an answer and a line are compared on."""
-    return terms(text) | set(_NUMBER.findall(_ANNOTATION.sub(" ", text)))
+    return terms(text) | set(_NUMBER.findall(ANNOTATION.sub(" ", text)))
 
 
 def line_terms(item: Evidence) -> set[str]:

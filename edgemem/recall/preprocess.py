@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 
-from edgemem.recall.evidence import TIME_FRAME_TERMS, Evidence, jaccard, parse_iso_day, terms
+from edgemem.recall.evidence import ANNOTATION, TIME_FRAME_TERMS, Evidence, jaccard, parse_iso_day, terms
 from edgemem.recall.events import anchors
 from edgemem.recall.limits import has_limit
 from edgemem.recall.tools import count_occurrences, describe_days, describe_months, describe_weeks, ground
@@ -454,7 +454,6 @@ _STATE_WORDS = terms(
 # Month and day names are when, not who: "What's my HbA1c done since September?" tracks HbA1c.
 _CALENDAR = terms(" ".join(MONTH_NAMES) + " monday tuesday wednesday thursday friday saturday sunday")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_ANNOTATION_RUN = re.compile(r"\[[^\]]*\]")
 
 
 def _tracked(question: str) -> tuple[set[str], set[str]]:
@@ -492,7 +491,7 @@ _NEAR_WORDS = 6  # a number with no unit counts only this close to a word of the
 
 def _values(text: str, topic: set[str]) -> list[tuple[str, str]]:
     """(kind, value as written) for each measured value in the text's sentences about ``topic``."""
-    sentences = _SENTENCE.split(_ANNOTATION_RUN.sub(" ", text))
+    sentences = _SENTENCE.split(ANNOTATION.sub(" ", text))
     # A sentence about the topic and the one after it ("parkrun done!! 29:05 this morning").
     about = [i for i, s in enumerate(sentences) if terms(s) & topic] if topic else list(range(len(sentences)))
     found = []
