@@ -255,7 +255,8 @@ class Engine:
                                    on_token=token if on_token is not None else None, on_reset=on_reset,
                                    on_stage=stage, now=_local(now), evidence=evidence,
                                    cluster_model=self.settings.cluster_model,
-                                   question_days=question_days(question, _local(now)))
+                                   question_days=question_days(question, _local(now)),
+                                   question_window=question_days(question, _local(now), approximate=True))
         except Cancelled as exc:
             self._record_cancelled(query_id, question, exc, reached, streamed)
             raise
@@ -414,7 +415,8 @@ def _local(now: datetime | None) -> datetime:
     return now.astimezone().replace(tzinfo=None) if now.tzinfo is not None else now
 
 
-def question_days(question: str, now: datetime) -> list[tuple[date, date]]:
+def question_days(question: str, now: datetime, *, approximate: bool = False) -> list[tuple[date, date]]:
     """The days a question's own dates name ("from 22 to 26 December", "on Saturday 27 June"),
-    resolved as the write path resolves a note said at ``now``: a proposal is checked against them."""
-    return [(d.start, d.end) for d in resolve_dates(question, now) if not d.approximate]
+    resolved as the write path resolves a note said at ``now``: a proposal is checked against them.
+    ``approximate`` adds the loose spans ("in the next couple of months"), which select but never clash."""
+    return [(d.start, d.end) for d in resolve_dates(question, now) if approximate or not d.approximate]

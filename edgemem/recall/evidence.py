@@ -17,7 +17,7 @@ from nltk.stem import PorterStemmer
 
 from edgemem.text import STOPWORDS, day_label, tokens
 
-__all__ = ["ANNOTATION", "Evidence", "KINDS", "TIME_FRAME_TERMS", "parse_iso_day", "terms", "jaccard", "answer_terms", "line_terms", "supporting"]
+__all__ = ["ANNOTATION", "ASSISTANT_SPEAKERS", "Evidence", "KINDS", "TIME_FRAME_TERMS", "parse_iso_day", "terms", "jaccard", "answer_terms", "line_terms", "supporting"]
 
 KINDS = ("profile", "pinned", "summary", "raw")
 
@@ -100,6 +100,11 @@ TIME_FRAME_TERMS = terms(
     "year years month months week weeks day days today tonight yesterday tomorrow lately recently ago last past "
     "far time times"
 )
+
+
+# A chat with an assistant (an imported ChatGPT history, a transcript with "Assistant:" turns): these
+# speakers are the assistant, and the chat's other speaker is the user, whatever name it is given.
+ASSISTANT_SPEAKERS = frozenset({"assistant", "edgemem", "ai", "bot", "chatbot", "chatgpt", "model", "system"})
 
 
 def jaccard(a: set[str], b: set[str]) -> float:

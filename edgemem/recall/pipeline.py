@@ -89,12 +89,15 @@ def run(
     evidence: Sequence[int] | None = None,
     cluster_model: bool = False,
     question_days: Sequence[tuple[date, date]] = (),
+    question_window: Sequence[tuple[date, date]] = (),
 ) -> Outcome:
     """Answer ``question`` from memory; ``now`` (when it is asked) is the reference date of Tier 3.
     ``evidence`` (note ids) replaces retrieval: the evaluation's reading ceiling. ``cluster_model``:
     the model picks among close clusters (else the centroid margin decides, no model call).
     ``question_days``: the spans of days the question's own dates name, resolved by the caller (the
-    engine, with the write path's resolver): a proposal for days a stored plan takes is a clash."""
+    engine, with the write path's resolver): a proposal for days a stored plan takes is a clash.
+    ``question_window``: those spans and the loose ones ("the next couple of months"): an overview
+    of them keeps the notes whose dates fall there."""
     shown = {"any": False}  # has the user seen tokens since the last reset?
     sink = on_token
 
@@ -142,7 +145,7 @@ def run(
         t = time.perf_counter()
         if evidence is None:
             gathered = tiers.gather(conn, tag, question, embed, llm=llm if cluster_model and not retrieval_only else None,
-                                    reference=reference)
+                                    reference=reference, asked_days=question_window)
         else:  # the evaluation's oracle: these notes instead of what retrieval would find
             gathered = tiers.given(conn, tag, evidence)
         notes_budget = None
@@ -177,6 +180,16 @@ def run(
             trace["total_ms"] = _ms(start)
             return Outcome("", trace["used"], trace)
 
+        if gathered.direct is not None and attempt == 0:
+            # An overview Tier 3 read off the notes (what they say about the subject, dated): the
+            # answer, with no model call; it quotes the notes it cites, so there is nothing to judge.
+            text, cited = gathered.direct
+            trace.update(verdict="digest", escalated=False, final_tag=tag, cited=cited, cite_reason="digest")
+            trace["pipeline_tokens"] = _pipeline_tokens(stages)
+            trace["total_ms"] = _ms(start)
+            if on_token:
+                on_token(text)
+            return Outcome(text, cited, trace)
         used = []
         if not packed.items_used:
             text, drafted = answer_agent.ESCALATE, None  # nothing to answer from: no model call

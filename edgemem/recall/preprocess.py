@@ -22,9 +22,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date
+from datetime import date, timedelta
 
-from edgemem.recall.evidence import ANNOTATION, TIME_FRAME_TERMS, Evidence, jaccard, parse_iso_day, terms
+from edgemem.recall.evidence import ANNOTATION, ASSISTANT_SPEAKERS, TIME_FRAME_TERMS, Evidence, jaccard, parse_iso_day, terms
 from edgemem.recall.events import anchors
 from edgemem.recall.limits import has_limit
 from edgemem.recall.tools import count_occurrences, describe_days, describe_months, describe_weeks, ground
@@ -32,8 +32,8 @@ from edgemem.text import MONTH_NAMES, STOPWORDS, day_label
 
 __all__ = [
     "Prepared", "SessionGroup", "TIER3_TAGS", "prepare", "anchors", "chronological", "temporal", "recency",
-    "diversify", "map_sessions", "count_occurrences", "rules", "timeline",
-    "RECENCY_JACCARD", "PER_SESSION_CAP", "MAP_CHUNK", "TIMELINE_MAX",
+    "diversify", "digest", "map_sessions", "count_occurrences", "rules", "timeline",
+    "RECENCY_JACCARD", "DIGEST_MAX", "PER_SESSION_CAP", "MAP_CHUNK", "TIMELINE_MAX",
 ]
 
 TIER3_TAGS = (
@@ -76,6 +76,8 @@ class Prepared:
     groups: list[SessionGroup] = field(default_factory=list)  # broad-summarization map shards
     # An answer computed from the notes, given when the model's attempts all fail: (text, note ids).
     computed: tuple[str, list[int]] | None = None
+    # An answer read off the notes that is given in place of the model's (broad overviews): (text, ids).
+    direct: tuple[str, list[int]] | None = None
 
     def items(self) -> list[Evidence]:
         """Facts as summary evidence (negative ids: they are computed, not notes), then the evidence."""
@@ -91,14 +93,16 @@ def prepare(
     reference: date | None = None,
     supersedes: Mapping[int, int] | None = None,
     entity: str | None = None,
+    asked_days: Sequence[tuple[date, date]] = (),
 ) -> Prepared:
-    """Tier-3 preprocessing for ``tag``; tags without a Tier-3 step pass through unchanged."""
+    """Tier-3 preprocessing for ``tag``; tags without a Tier-3 step pass through unchanged.
+    ``asked_days``: the spans the question's own dates name (an overview of "December")."""
     if tag == "temporal-reasoning":
         return temporal(question, evidence, reference=reference)
     if tag == "conflict-resolution":
         return recency(question, evidence, supersedes=supersedes)
     if tag == "broad-summarization":
-        return diversify(question, evidence)
+        return diversify(question, evidence, asked_days=asked_days)
     if tag == "constraint-validation":
         return rules(question, evidence, supersedes=supersedes)
     if tag == "state-tracking":
@@ -334,6 +338,7 @@ def diversify(
     *,
     per_session: int = PER_SESSION_CAP,
     limit: int | None = None,
+    asked_days: Sequence[tuple[date, date]] = (),
 ) -> Prepared:
     """Session-diverse selection (A.2): round-robin over sessions in rank order, at most
     ``per_session`` items from one session, ``limit`` in all; plus map shards and counts.
@@ -352,8 +357,103 @@ def diversify(
     kept = {id(e) for e in chosen}
     dropped = [e.note_id for e in ranked if id(e) not in kept]
     return Prepared(
-        "broad-summarization", chosen, _count_facts(question, chosen), dropped, map_sessions(chosen)
+        "broad-summarization", chosen, _count_facts(question, chosen), dropped, map_sessions(chosen),
+        direct=digest(question, evidence, asked_days),
     )
+
+
+# "Give me a rundown of everything around Nina's wedding": words that ask for an overview, not what
+# it is about. Month and day names say when (the question's own dates select by resolved date).
+_OVERVIEW_WORDS = terms(
+    "rundown overview summary summarise summarize sum recap remind everything anything happened happening "
+    "happen coming upcoming next couple soon around tell give catch update updates latest news whole story"
+)
+# "Which books have I finished?", "What instruments does Melanie play?": a question that names the
+# kind of item it wants (a noun between the wh-word and its verb) asks for a list the model writes.
+_ITEM_QUESTION = re.compile(
+    r"^\s*(?:what|which)\s+(?!(?:is|are|was|were|has|have|had|do|does|did|will|would|can|could)\b)"
+    r"[\w+'’-]+(?:\s+[\w+'’-]+){0,3}?\s+(?:do|does|did|has|have|had|is|are|was|were|can|could|will|would)\b",
+    re.IGNORECASE,
+)
+DIGEST_MAX = 8  # lines in a digest (MemFlow's broad budget packs far more; a reader scans about this many)
+_DIGEST_WORDS = 30  # words of a note shown in a digest line
+_ECHO_JACCARD = 0.8  # a line sharing this much with a chosen one repeats it (a changed plan does not)
+
+
+def digest(question: str, evidence: Sequence[Evidence],
+           asked_days: Sequence[tuple[date, date]] = ()) -> tuple[str, list[int]] | None:
+    """An overview question ("What's been going on with Josh?", "What's happening in December?")
+    answered by what the notes say about its subject, oldest first, each line dated — the map step
+    of MemFlow's broad summarization (per-session extraction) done in code, the reduce step a
+    chronological merge. A 1.5B model given the same lines named one of them ("Josh's training is on
+    Wednesdays at 6 pm.") or looped when asked for a list.
+
+    The subject: the question's names (a line names them, or they said it) and its content words;
+    the question's own dates keep the lines whose resolved dates fall in them. The assistant's lines
+    and near-repeats are left out; more than :data:`DIGEST_MAX` lines keep those naming the names,
+    then those sharing most words with the question, then the best ranked. Shown in the order told. None (the model answers) for a question that names the
+    kind of item it lists, a count, or fewer than two lines about the subject."""
+    if _ITEM_QUESTION.search(question) or _COUNTING.search(question):
+        return None
+    names, topic = _tracked(question)
+    topic -= _OVERVIEW_WORDS
+    if not (names or topic or asked_days):
+        return None
+    lines = [e for e in evidence if e.note_id > 0 and e.kind == "raw"
+             and (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS]
+
+    def named(e: Evidence) -> bool:
+        return bool((terms(e.text) | (terms(e.speaker) if e.speaker else set())) & names)
+
+    def about(e: Evidence) -> bool:
+        return named(e) or bool(terms(e.text) & topic) or not (names or topic)
+
+    def within(e: Evidence) -> bool:
+        spans = [(parse_iso_day(d.get("start")), parse_iso_day(d.get("end")) or parse_iso_day(d.get("start")))
+                 for d in e.dates]
+        return any(a and b and a <= end and b >= start for a, b in spans for start, end in asked_days)
+
+    found = [e for e in lines if about(e) and (not asked_days or within(e))]
+    wanted = names | topic
+    if len(found) < 2 and asked_days and not names:
+        # "What's the family got on in the next couple of months?": the family's plans are all of them.
+        found, wanted = [e for e in lines if within(e)], set()
+    ranked = sorted(found, key=lambda e: (not named(e), -len(terms(e.text) & wanted), -e.score))
+    chosen: list[Evidence] = []
+    for e in ranked:
+        if len(chosen) == DIGEST_MAX:
+            break
+        if all(jaccard(terms(e.text), terms(c.text)) < _ECHO_JACCARD for c in chosen):
+            chosen.append(e)
+    if len(chosen) < 2:
+        return None
+    people = {e.speaker for e in chosen if e.speaker}
+    out = []
+    chosen.sort(key=_said)  # in the order it was told: a change reads after what it changed
+    for e in chosen:
+        who = f"{e.speaker}: " if len(people) > 1 and e.speaker else ""
+        out.append(f"- {day_label(e.day) if e.day else _when(e)[1]}: {who}{_digest_text(e.text, wanted)}")
+    subject = " ".join(w for w in re.findall(r"[A-Za-z][\w'’-]*", question) if terms(w) & wanted)
+    if not subject:
+        subject = ", ".join(dict.fromkeys(_days_label(a, b) for a, b in asked_days))
+    head = f"What your notes say about {subject}, oldest first:" if subject else "What your notes say, oldest first:"
+    return "\n".join([head, *out]), [e.note_id for e in chosen]
+
+
+def _days_label(first: date, last: date) -> str:
+    """"December 2025" for a whole month, "8 May 2023", or "19 May 2026 to 19 July 2026"."""
+    if first.day == 1 and (last + timedelta(days=1)).day == 1 and (first.year, first.month) == (last.year, last.month):
+        return f"{MONTH_NAMES[first.month - 1]} {first.year}"
+    return day_label(first) if first == last else f"{day_label(first)} to {day_label(last)}"
+
+
+def _digest_text(text: str, wanted: set[str]) -> str:
+    """The note from its first sentence about the subject (the start when none names it), cut to a
+    length: "found a van! 2021 Transit Custom, £16,500 …" keeps what follows the mention."""
+    sentences = [s for s in _SENTENCE.split(text.strip()) if s]
+    first = next((i for i, s in enumerate(sentences) if terms(s) & wanted), 0)
+    words = " ".join(sentences[first:]).split()
+    return " ".join(words[:_DIGEST_WORDS]) + (" …" if len(words) > _DIGEST_WORDS else "")
 
 
 def map_sessions(evidence: Iterable[Evidence], chunk: int = MAP_CHUNK) -> list[SessionGroup]:

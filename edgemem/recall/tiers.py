@@ -52,6 +52,7 @@ class Gathered:
     retrieved: list[int] = field(default_factory=list)
     info: dict = field(default_factory=dict)
     computed: tuple[str, list[int]] | None = None  # Tier 3's own answer, for when the model's fail
+    direct: tuple[str, list[int]] | None = None  # Tier 3's answer in place of the model's (an overview)
 
 
 def profile_evidence(conn: Any, question: str | None = None) -> list[Evidence]:
@@ -135,11 +136,11 @@ def _tier3(conn: Any, tag: str, question: str, embed: Callable, vector: np.ndarr
 
 
 def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | None = None,
-           reference: date | None = None) -> Gathered:
+           reference: date | None = None, asked_days: Sequence[tuple[date, date]] = ()) -> Gathered:
     """Evidence for ``question`` along ``tag``'s tier, preprocessed and ready for the packer.
 
     ``reference`` is the day the question is asked: the temporal preprocessing measures "how long
-    ago" / "since" questions against it."""
+    ago" / "since" questions against it. ``asked_days``: the spans the question's own dates name."""
     tier = TIER[tag]
     if tier == 1:
         return Gathered(tag, 1, profile_evidence(conn))
@@ -157,10 +158,12 @@ def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | No
         missing = [new for new in dict.fromkeys(supersedes.values()) if new not in {e.note_id for e in evidence}]
         if missing:  # the newer fact must be in view for the recency filter to prefer it
             evidence += to_evidence(conn, [Hit(n, 0.0) for n in missing])
-    prepared = preprocess.prepare(tag, question, evidence, reference=reference, supersedes=supersedes)
+    prepared = preprocess.prepare(tag, question, evidence, reference=reference, supersedes=supersedes,
+                                  asked_days=asked_days)
     pinned = profile_evidence(conn, question)
     info["pinned"] = len(pinned)
-    return Gathered(tag, tier, pinned + prepared.items(), [h.note_id for h in hits], info, prepared.computed)
+    return Gathered(tag, tier, pinned + prepared.items(), [h.note_id for h in hits], info, prepared.computed,
+                    prepared.direct)
 
 
 def given(conn: Any, tag: str, note_ids: Sequence[int]) -> Gathered:

@@ -19,7 +19,7 @@ from typing import Any
 
 from edgemem import prompts
 from edgemem.errors import ContextTooLong, SchemaError
-from edgemem.recall.evidence import terms
+from edgemem.recall.evidence import ASSISTANT_SPEAKERS, terms
 from edgemem.text import STOPWORDS, tokens
 
 OVERLAP_TAU = 0.07
@@ -74,9 +74,6 @@ _CONTRACTED = frozenset("what that it he she there here who where when how let w
 _SELF = re.compile(r"\b(?:my|mine|me|I|myself|I'm|I've)\b")
 _WHOSE = re.compile(r"\bwhose\b", re.IGNORECASE)
 _USER_SPEAKERS = frozenset({"user", "me", "i", "myself"})
-# A chat with an assistant (an imported ChatGPT history, a transcript with "Assistant:" turns): its
-# other speaker is the user, whatever name the transcript gives them.
-_ASSISTANT_SPEAKERS = frozenset({"assistant", "edgemem", "ai", "bot", "chatbot", "chatgpt", "model", "system"})
 _ASKER_NAME = re.compile(r"^user\b[^:]*\bname\b[^:]*:\s*(.+?)\s*\(\w+\)\s*$", re.IGNORECASE)
 
 
@@ -106,8 +103,8 @@ def _user_labels(lines: list[_Line]) -> frozenset[str]:
     """The speaker labels that are the user: "user", "me" …, and, where an assistant speaks in the
     context, the one other speaker ("Maya" talking to "Assistant")."""
     spoken = {line.speaker.lower() for line in lines if line.speaker}
-    others = spoken - _ASSISTANT_SPEAKERS
-    if spoken & _ASSISTANT_SPEAKERS and len(others) == 1:
+    others = spoken - ASSISTANT_SPEAKERS
+    if spoken & ASSISTANT_SPEAKERS and len(others) == 1:
         return _USER_SPEAKERS | frozenset(others)
     return _USER_SPEAKERS
 

@@ -154,3 +154,25 @@ def test_a_state_question_the_model_gives_up_on_gets_the_readings_tier_3_compute
         assert out.note_ids == [ids[t] for t in list(ids)[:3]]  # the notes each reading comes from
     finally:
         eng.close()
+
+
+def test_an_overview_question_gets_the_dated_lines_about_its_subject_without_a_model_call(settings, embedder) -> None:
+    llm = ScriptedLLM()
+    eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
+    try:
+        ids = {}
+        for when, text in [
+            ("2025-10-28T20:00:00", "Josh broke his wrist at football, can't surf with a cast."),
+            ("2025-11-02T19:00:00", "Sue's book club meets at ours now."),
+            ("2026-04-21T19:00:00", "Josh's team won the Weston tournament!"),
+        ]:
+            ids[text] = eng.remember(text, speaker="Tom", when=when, process=True)["notes"][0]
+        streamed: list[str] = []
+        out = run(eng, llm, "Summarise what's been going on with Josh.", "broad-summarization", on_token=streamed.append)
+        assert out.text == ("What your notes say about Josh, oldest first:\n"
+                            "- 28 October 2025: Josh broke his wrist at football, can't surf with a cast.\n"
+                            "- 21 April 2026: Josh's team won the Weston tournament!")
+        assert "".join(streamed) == out.text and not llm.calls
+        assert out.trace["verdict"] == "digest" and out.note_ids == [ids[t] for t in list(ids)[::2]]
+    finally:
+        eng.close()

@@ -10,6 +10,7 @@ from edgemem.recall.evidence import Evidence, jaccard, terms
 from edgemem.recall.preprocess import (
     anchors,
     chronological,
+    digest,
     diversify,
     map_sessions,
     prepare,
@@ -393,3 +394,48 @@ def test_a_count_for_someone_named_counts_only_their_lines() -> None:
     trips = [Evidence(1, "back from Seville, what a week", "2025-09-19T09:00:00", speaker="Maya", session="s1"),
              Evidence(2, "Seville again in May!", "2026-05-20T09:00:00", speaker="Maya", session="s2")]
     assert timeline("How many times have I been to Seville?", trips).facts[0].startswith("number of seville: 2 ")
+
+
+def _josh() -> list[Evidence]:
+    return [
+        Evidence(1, "family for your records: wife Sue, kids Ella who's 15 and Josh who's 12", "2025-09-09T19:00:00",
+                 speaker="Tom", score=0.2),
+        Evidence(2, "Sue, Ella and Josh. Noted.", "2025-09-09T19:01:00", speaker="Assistant", score=0.9),
+        Evidence(3, "had to cancel Cornwall. Josh broke his wrist at football on the 18th [18 October 2025], "
+                    "can't surf with a cast. got most of the money back", "2025-10-28T20:00:00", speaker="Tom",
+                 score=0.5, dates=[day("2025-10-18", "18 October 2025")]),
+        Evidence(4, "saw Mum on Thursday, she beat me at rummy twice", "2025-10-28T20:05:00", speaker="Tom", score=0.8),
+        Evidence(5, "Josh has a tournament in Weston on Sunday 10 May [10 May 2026]. I'll be there obviously",
+                 "2026-04-21T19:00:00", speaker="Tom", score=0.4, dates=[day("2026-05-10", "10 May 2026")]),
+        Evidence(6, "Josh has a tournament in Weston on Sunday 10 May [10 May 2026]. I'll be there obviously",
+                 "2026-04-21T19:02:00", speaker="Tom", score=0.3, dates=[day("2026-05-10", "10 May 2026")]),
+    ]
+
+
+def test_an_overview_question_is_answered_by_the_dated_lines_about_its_subject() -> None:
+    # Lines about Josh, in the order told; the assistant's echo, the line about Mum and the repeat left out.
+    text, cited = digest("Summarise what's been going on with Josh.", _josh())
+    assert text == (
+        "What your notes say about Josh, oldest first:\n"
+        "- 9 September 2025: family for your records: wife Sue, kids Ella who's 15 and Josh who's 12\n"
+        "- 28 October 2025: Josh broke his wrist at football on the 18th [18 October 2025], can't surf with a cast. "
+        "got most of the money back\n"
+        "- 21 April 2026: Josh has a tournament in Weston on Sunday 10 May [10 May 2026]. I'll be there obviously")
+    assert cited == [1, 3, 5]
+    # The question's own dates select by resolved date (a month reads as the month); with no line
+    # about the subject in them ("the family"), everything dated there.
+    bloods = Evidence(7, "next bloods with Janet are in May [May 2026]", "2026-04-21T19:05:00", speaker="Tom",
+                      dates=[day("2026-05-01", "May 2026", end="2026-05-31", granularity="month")])
+    text, cited = digest("What has the family got on in May?", [*_josh(), bloods], [(date(2026, 5, 1), date(2026, 5, 31))])
+    assert text == ("What your notes say about May 2026, oldest first:\n"
+                    "- 21 April 2026: Josh has a tournament in Weston on Sunday 10 May [10 May 2026]. I'll be there obviously\n"
+                    "- 21 April 2026: next bloods with Janet are in May [May 2026]")
+    assert cited == [5, 7]
+
+
+def test_an_overview_digest_is_left_to_the_model_for_lists_counts_and_thin_evidence() -> None:
+    assert digest("Which tournaments has Josh played?", _josh()) is None  # names the kind of item: a list
+    assert digest("What sports does Josh play?", _josh()) is None
+    assert digest("How many times has Josh been to Weston?", _josh()) is None  # a count
+    assert digest("What's been going on with Ella's mocks?", _josh()[:2]) is None  # one line about the subject
+    assert digest("Tell me everything.", _josh()) is None  # no subject at all
