@@ -181,10 +181,11 @@ def run(
             return Outcome("", trace["used"], trace)
 
         if gathered.direct is not None and attempt == 0:
-            # An overview Tier 3 read off the notes (what they say about the subject, dated): the
-            # answer, with no model call; it quotes the notes it cites, so there is nothing to judge.
+            # Tier 3 read the answer off the notes (an overview: the dated lines about the subject; a
+            # state: each reading with its date): no model call, and it quotes the notes it cites, so
+            # there is nothing to judge.
             text, cited = gathered.direct
-            trace.update(verdict="digest", escalated=False, final_tag=tag, cited=cited, cite_reason="digest")
+            trace.update(verdict="computed", escalated=False, final_tag=tag, cited=cited, cite_reason="computed")
             trace["pipeline_tokens"] = _pipeline_tokens(stages)
             trace["total_ms"] = _ms(start)
             if on_token:

@@ -366,7 +366,8 @@ def diversify(
 # it is about. Month and day names say when (the question's own dates select by resolved date).
 _OVERVIEW_WORDS = terms(
     "rundown overview summary summarise summarize sum recap remind everything anything happened happening "
-    "happen coming upcoming next couple soon around tell give catch update updates latest news whole story"
+    "happen coming upcoming next couple soon around tell give catch update updates latest news whole story "
+    "order sequence"
 )
 # "Which books have I finished?", "What instruments does Melanie play?": a question that names the
 # kind of item it wants (a noun between the wh-word and its verb) asks for a list the model writes.
@@ -656,6 +657,9 @@ def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> tuple
     return [f"{about}, each value in the notes, oldest first: {steps}"], (answer, [e.note_id for e, _ in series])
 
 
+_SUPERLATIVE = re.compile(r"\b(?:[a-z]{2,}est|most|least|best|worst|first|last)\b", re.IGNORECASE)
+
+
 def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None = None) -> Prepared:
     """Chronological state changes (A.2): keep the items about the tracked subject, oldest first,
     and one "state on <date> (speaker): ..." fact per change.
@@ -698,4 +702,8 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
     facts = _count_facts(question, ordered)[:1] + trend + facts
     kept_ids = {id(e) for e in kept}
     dropped = [e.note_id for e in evidence if id(e) not in kept_ids]
-    return Prepared("state-tracking", ordered, facts, dropped, computed=computed)
+    # Otherwise the sequence of what was said about it, in order ("How did the Spanish go?"). The
+    # question's dates frame a state ("this year", "since September"); they select nothing here.
+    # A superlative ("What's the biggest fish I've caught?") asks for one reading: the model picks it.
+    direct = None if _SUPERLATIVE.search(question) else computed or digest(question, evidence)
+    return Prepared("state-tracking", ordered, facts, dropped, computed=computed, direct=direct)

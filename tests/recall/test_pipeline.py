@@ -134,7 +134,7 @@ def test_cluster_choice_asks_the_model_only_with_cluster_model(engine, monkeypat
     assert given and all((g is llm) if on else (g is None) for g in given)
 
 
-def test_a_state_question_the_model_gives_up_on_gets_the_readings_tier_3_computed(settings, embedder) -> None:
+def test_a_state_question_gets_the_readings_tier_3_computed(settings, embedder) -> None:
     llm = ScriptedLLM()
     eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
     try:
@@ -146,12 +146,16 @@ def test_a_state_question_the_model_gives_up_on_gets_the_readings_tier_3_compute
             ("2026-05-20T09:00:00", "Josh's training moved to Wednesdays."),
         ]:
             ids[text] = eng.remember(text, speaker="Tom", when=when, process=True)["notes"][0]
-        llm.enqueue("ESCALATE_REQUIRED", "ESCALATE_REQUIRED")
         out = run(eng, llm, "How has my weight changed?", "state-tracking")
         assert out.text == ("From 102 kg (2 October 2025) to 93 kg (19 May 2026): 102 kg (2 October 2025) → "
                             "97 kg (15 December 2025) → 93 kg (19 May 2026)")
-        assert out.trace["verdict"] == "computed"
+        assert out.trace["verdict"] == "computed" and not out.trace["escalated"] and not llm.calls
         assert out.note_ids == [ids[t] for t in list(ids)[:3]]  # the notes each reading comes from
+        # A superlative asks for one reading: the model answers; when it gives up, the readings.
+        llm.enqueue("ESCALATE_REQUIRED", "ESCALATE_REQUIRED")
+        out = run(eng, llm, "What was my lowest weight?", "state-tracking")
+        assert len(llm.calls) == 2 and out.trace["verdict"] == "computed" and out.trace["escalated"]
+        assert out.text.startswith("From 102 kg (2 October 2025) to 93 kg (19 May 2026)")
     finally:
         eng.close()
 
@@ -173,6 +177,6 @@ def test_an_overview_question_gets_the_dated_lines_about_its_subject_without_a_m
                             "- 28 October 2025: Josh broke his wrist at football, can't surf with a cast.\n"
                             "- 21 April 2026: Josh's team won the Weston tournament!")
         assert "".join(streamed) == out.text and not llm.calls
-        assert out.trace["verdict"] == "digest" and out.note_ids == [ids[t] for t in list(ids)[::2]]
+        assert out.trace["verdict"] == "computed" and out.note_ids == [ids[t] for t in list(ids)[::2]]
     finally:
         eng.close()
