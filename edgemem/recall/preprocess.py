@@ -27,12 +27,12 @@ from datetime import date, timedelta
 from edgemem.recall.evidence import ANNOTATION, ASSISTANT_SPEAKERS, TIME_FRAME_TERMS, Evidence, jaccard, parse_iso_day, terms
 from edgemem.recall.events import anchors
 from edgemem.recall.limits import has_limit
-from edgemem.recall.tools import count_occurrences, describe_days, describe_months, describe_weeks, ground
+from edgemem.recall.tools import Count, count_occurrences, verb_forms, describe_days, describe_months, describe_weeks, ground
 from edgemem.text import MONTH_NAMES, STOPWORDS, day_label
 
 __all__ = [
     "Prepared", "SessionGroup", "TIER3_TAGS", "prepare", "anchors", "chronological", "temporal", "recency",
-    "diversify", "digest", "map_sessions", "count_occurrences", "rules", "timeline",
+    "diversify", "digest", "is_counting", "map_sessions", "count_occurrences", "rules", "timeline",
     "RECENCY_JACCARD", "DIGEST_MAX", "PER_SESSION_CAP", "MAP_CHUNK", "TIMELINE_MAX",
 ]
 
@@ -475,6 +475,11 @@ _COUNTING = re.compile(r"\b(?:how\s+many|how\s+often|number\s+of|count)\b", re.I
 _COUNT_NOISE = {"many", "often", "number", "count", "times", "time", "total", "different"}
 
 
+def is_counting(question: str) -> bool:
+    """"How many …", "how often …", "number of …": the question counts."""
+    return _COUNTING.search(question) is not None
+
+
 def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
     """For counting questions, the occurrences of the question's content words (speakers excluded).
 
@@ -484,6 +489,8 @@ def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
     if not _COUNTING.search(question):
         return []
     speakers = {(e.speaker or "").casefold() for e in evidence}
+    # The assistant's echo ("Two trout, worth it.") repeats what the user told it: no event of its own.
+    evidence = [e for e in evidence if (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS]
     names, _ = _tracked(question)
     whose = [e for e in evidence if (terms(e.text) | terms(e.speaker or "")) & names] if names else list(evidence)
     who = " and ".join(w.removesuffix("'s") for w in re.findall(r"(?<=\s)[A-Z][\w'-]*", question)
@@ -495,6 +502,8 @@ def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
             continue
         found = count_occurrences(low, whose) if whose else None
         if found is not None and (found.mentions or found.negated):
+            total = _total(question, word, found)
+            facts.extend([total] if total else [])
             facts.append(found.describe_events())
         elif names and count_occurrences(low, evidence).mentions:
             facts.append(f"number of {low} for {who}: none found — the notes that mention {low} are not about {who}")
@@ -506,6 +515,19 @@ def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
             if found.mentions or found.negated:
                 facts.append(found.describe_events())
     return facts[:2]
+
+
+def _total(question: str, word: str, found: Count) -> str | None:
+    """"How many trout have I had in total?" told as "two trout", "three trout", "a 5lb trout": the
+    sum of the numbers the events give (an event without one is one), when some event gives more
+    than one and the question counts the word itself ("how many trout", not "how many times")."""
+    if not re.search(rf"\bhow\s+many\s+{re.escape(word)}\b", question, re.IGNORECASE):
+        return None
+    if not any((e.quantity or 0) > 1 for e in found.events):
+        return None
+    parts = [(1 if e.quantity is None else e.quantity, e.label) for e in found.events]
+    listed = " + ".join(f"{n} ({label})" for n, label in parts)
+    return f"total {word.lower()}: {sum(n for n, _ in parts)} — {listed}"
 
 
 # --- constraint-validation ----------------------------------------------------------------------
@@ -676,6 +698,8 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
         have = terms(e.text) | (terms(e.speaker) if speaker and e.speaker else set())
         return not wanted or bool(have & wanted)
 
+    # "been to see Mum" is told as "saw Mum on Thursday": a topic verb's irregular forms count too.
+    topic = topic | {t for word in topic for form in verb_forms(word) for t in terms(form)}
     kept = [e for e in evidence if mentions(e, names, True) and mentions(e, topic, False)]
     if len(kept) < 2 and names and topic:
         # "How did the Spanish learning go?": the name alone or the topic alone may be all a note says.
@@ -699,7 +723,9 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
         facts = facts[:half] + facts[-(TIMELINE_MAX - half):]
     # "How many parkruns have I done?" tracks a count, not a state: the distinct events come first.
     trend, computed = _trend(question, ordered, topic or names)
-    facts = _count_facts(question, ordered)[:1] + trend + facts
+    counted = _count_facts(question, ordered)
+    counted = counted[: 2 if counted and counted[0].startswith("total ") else 1]  # a total, then its events
+    facts = counted + trend + facts
     kept_ids = {id(e) for e in kept}
     dropped = [e.note_id for e in evidence if id(e) not in kept_ids]
     # Otherwise the sequence of what was said about it, in order ("How did the Spanish go?"). The

@@ -121,7 +121,8 @@ def _tier2(conn: Any, question: str, embed: Callable, vector: np.ndarray, query:
 
 def _tier3(conn: Any, tag: str, question: str, embed: Callable, vector: np.ndarray, llm: Any | None,
            query: str) -> tuple[list[Hit], dict]:
-    k = TOP_K["broad"] if tag == "broad-summarization" else TOP_K["tier3"]
+    # A count needs every mention, not the best twenty: counting questions search as deep as broad ones.
+    k = TOP_K["broad"] if tag == "broad-summarization" or preprocess.is_counting(question) else TOP_K["tier3"]
     hits, info = multi_path(conn, query, vector, 2 * k, llm=llm)  # twice as deep: the speaker may reorder
     if tag == "temporal-reasoning":
         anchors = preprocess.anchors(question)

@@ -387,6 +387,7 @@ class CountedEvent:
     end: date | None
     label: str  # "3 March 2026", "week of 2 March 2026", "unknown date"
     note_ids: tuple[int, ...]  # every line that mentions it (a repeat adds a line, not an event)
+    quantity: int | None = None  # how many the line says it was: "three trout" 3, "a 5lb trout" 1
 
 
 @dataclass(frozen=True)
@@ -427,8 +428,43 @@ def format_events(events: Sequence[CountedEvent] | Count) -> str:
     return f"{len(items)} — " + ", ".join(f"{e.name} ({e.label})" for e in items)
 
 
+# English irregular verbs (base, past, participle): "How many times have I been to see Mum?" is
+# told as "saw Mum on Thursday". Grammar, not a list fitted to examples.
+_IRREGULAR = [
+    ("be", "was were", "been"), ("begin", "began", "begun"), ("break", "broke", "broken"), ("bring", "brought", "brought"),
+    ("build", "built", "built"), ("buy", "bought", "bought"), ("catch", "caught", "caught"), ("choose", "chose", "chosen"),
+    ("come", "came", "come"), ("do", "did", "done"), ("draw", "drew", "drawn"), ("drink", "drank", "drunk"),
+    ("drive", "drove", "driven"), ("eat", "ate", "eaten"), ("fall", "fell", "fallen"), ("feel", "felt", "felt"),
+    ("fight", "fought", "fought"), ("find", "found", "found"), ("fly", "flew", "flown"), ("forget", "forgot", "forgotten"),
+    ("get", "got", "gotten"), ("give", "gave", "given"), ("go", "went", "gone"), ("grow", "grew", "grown"),
+    ("have", "had", "had"), ("hear", "heard", "heard"), ("hold", "held", "held"), ("keep", "kept", "kept"),
+    ("know", "knew", "known"), ("leave", "left", "left"), ("lend", "lent", "lent"), ("lose", "lost", "lost"),
+    ("make", "made", "made"), ("meet", "met", "met"), ("pay", "paid", "paid"), ("read", "read", "read"),
+    ("ride", "rode", "ridden"), ("ring", "rang", "rung"), ("run", "ran", "run"), ("say", "said", "said"),
+    ("see", "saw", "seen"), ("sell", "sold", "sold"), ("send", "sent", "sent"), ("shoot", "shot", "shot"),
+    ("sing", "sang", "sung"), ("sit", "sat", "sat"), ("sleep", "slept", "slept"), ("speak", "spoke", "spoken"),
+    ("spend", "spent", "spent"), ("stand", "stood", "stood"), ("swim", "swam", "swum"), ("take", "took", "taken"),
+    ("teach", "taught", "taught"), ("tell", "told", "told"), ("think", "thought", "thought"), ("throw", "threw", "thrown"),
+    ("wear", "wore", "worn"), ("win", "won", "won"), ("write", "wrote", "written"),
+]
+_VERB_FORMS: dict[str, set[str]] = {}
+for _base, _past, _part in _IRREGULAR:
+    _all = {_base, *_past.split(), _part, _base + ("es" if _base.endswith(("ch", "sh", "o")) else "s"),
+            (_base[:-1] if _base.endswith("e") and not _base.endswith("ee") else _base) + "ing"}
+    for _form in _all:
+        _VERB_FORMS.setdefault(_form, set()).update(_all)
+_VOWELS = set("aeiou")
+
+
+def verb_forms(word: str) -> set[str]:
+    """The irregular verb forms of ``word`` ("see" → saw, seen, seeing, sees); empty for any other word."""
+    return set(_VERB_FORMS.get(word.lower(), ()))
+
+
 def _word_forms(word: str) -> list[str]:
-    """The word with its regular plural / singular forms: 'class' ↔ 'classes', 'party' ↔ 'parties'."""
+    """The word with its regular plural / singular forms ('class' ↔ 'classes', 'party' ↔ 'parties')
+    and, for a word not written as a plural, its verb forms: regular ('visit' → 'visited',
+    'visiting'; 'hike' → 'hiked'; 'stop' → 'stopped') and irregular ('see' → 'saw', 'seen')."""
     forms = {word, word + "s", word + "es"}
     if word.endswith("ies"):
         forms.add(word[:-3] + "y")
@@ -438,6 +474,15 @@ def _word_forms(word: str) -> list[str]:
         forms.add(word[:-2])
     if word.endswith("s"):
         forms.add(word[:-1])
+    else:  # "books" is the noun: "booked" is no book
+        forms |= _VERB_FORMS.get(word, set())
+        if word.isalpha() and len(word) >= 3 and word not in _VERB_FORMS:
+            stem = word[:-1] if word.endswith("e") else word
+            forms |= {stem + "ed", stem + "ing"}
+            if word.endswith("y") and word[-2] not in _VOWELS:
+                forms.add(word[:-1] + "ied")
+            if word[-1] in "bdgmnprt" and word[-2] in _VOWELS and word[-3] not in _VOWELS:
+                forms |= {word + word[-1] + "ed", word + word[-1] + "ing"}
     return sorted(forms, key=len, reverse=True)
 
 
@@ -514,6 +559,7 @@ class _Line:
     name: str
     named: bool  # the name is a proper name written next to the term, not the sentence
     rest: set[str]  # the sentence's content terms, without the counted term and dates
+    quantity: int | None = None  # a number written just before the term ("three trout"), "a" = 1
 
 
 _WORD = re.compile(r"[A-Za-z0-9][\w'’-]*")
@@ -584,13 +630,28 @@ def _line(item: Evidence | str, note_id: int, match: re.Match, term: str, proper
         start = end = said
         label = day_label(said) if said else "unknown date"
     date_words = {w for d in (item.dates if isinstance(item, Evidence) else []) for w in terms(str(d.get("phrase", "")))}
+    quantity = None
+    for token in reversed(re.findall(r"[\w'’]+", plain[lo : match.start()])[-_QUANTITY_WINDOW:]):
+        token = token.lower()
+        if token.isdigit() or token in _NUMBER_WORDS:
+            quantity = int(token) if token.isdigit() else _NUMBER_WORDS[token]
+            break
     words = re.sub(r"\s+([,;:])", r"\1", " ".join(plain[lo:hi].split())).strip(" .!?").split()
     return _Line(
         note_id, said, start, end, label, bool(stored),
         pick[2] if pick else " ".join(words[:8]) + (" …" if len(words) > 8 else ""),
         pick is not None,
         terms(plain[lo:hi]) - terms(term) - date_words,
+        quantity,
     )
+
+
+# "had three trout", "two more trout", "a 4lb rainbow trout": a count written at most this many words
+# before the counted word ("4lb" is a weight, not a count).
+_QUANTITY_WINDOW = 3
+_NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())} | {"a": 1, "an": 1, "no": 0, "couple": 2, "pair": 2}
 
 
 # Two lines tell of the same event when they share at least this much of what they say besides the
@@ -645,7 +706,9 @@ def _distinct_events(lines: list[_Line]) -> tuple[CountedEvent, ...]:
     for group in groups:
         when = min(group, key=_precision)
         head = next((m for m in group if m.named), group[0])
-        events.append(CountedEvent(head.name, when.start, when.end, when.label, tuple(m.note_id for m in group)))
+        quantities = [m.quantity for m in group if m.quantity is not None]
+        events.append(CountedEvent(head.name, when.start, when.end, when.label, tuple(m.note_id for m in group),
+                                   max(quantities) if quantities else None))
     return tuple(sorted(events, key=lambda e: e.start or date.max))
 
 

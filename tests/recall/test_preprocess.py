@@ -439,3 +439,33 @@ def test_an_overview_digest_is_left_to_the_model_for_lists_counts_and_thin_evide
     assert digest("How many times has Josh been to Weston?", _josh()) is None  # a count
     assert digest("What's been going on with Ella's mocks?", _josh()[:2]) is None  # one line about the subject
     assert digest("Tell me everything.", _josh()) is None  # no subject at all
+
+
+def test_a_count_of_things_adds_up_the_numbers_each_event_gives_and_skips_the_assistants_echo() -> None:
+    trips = [
+        Evidence(1, "fishing Sunday [26 October 2025], Chew again, had a 4lb rainbow trout", "2025-10-28T20:00:00",
+                 speaker="Tom", session="s1", dates=[day("2025-10-26", "26 October 2025")]),
+        Evidence(2, "fishing yesterday [11 January 2026], freezing, but two trout", "2026-01-12T20:00:00",
+                 speaker="Tom", session="s2", dates=[day("2026-01-11", "11 January 2026")]),
+        Evidence(3, "Two trout, worth it.", "2026-01-12T20:01:00", speaker="Assistant", session="s2"),
+        Evidence(4, "fishing with Dave on Sunday [8 February 2026], Chew, three trout", "2026-02-10T20:00:00",
+                 speaker="Tom", session="s3", dates=[day("2026-02-08", "8 February 2026")]),
+    ]
+    facts = timeline("How many trout have I had in total?", trips).facts
+    assert facts[0] == ("total trout: 6 — 1 (26 October 2025) + 2 (11 January 2026) + 3 (8 February 2026)")
+    assert facts[1].startswith("number of trout: 3 (distinct events")
+    assert timeline("How many times have I been fishing?", trips).facts[0].startswith("number of fishing: 3 ")
+
+
+def test_a_count_finds_the_irregular_past_of_the_question_verb() -> None:
+    visits = [Evidence(i, text, when, speaker="Tom", session=f"s{i}", dates=[day(on, label)])
+              for i, (text, when, on, label) in enumerate([
+                  ("popped in to see Mum yesterday [1 October 2025]", "2025-10-02T19:00:00", "2025-10-01", "1 October 2025"),
+                  ("saw Mum on Thursday [23 October 2025], she beat me at rummy", "2025-10-28T19:00:00", "2025-10-23",
+                   "23 October 2025"),
+                  ("Mum's 80th is on 2 June [2 June 2026]", "2026-03-01T19:00:00", "2026-06-02", "2 June 2026"),
+                  ("saw Mum Thursday [5 February 2026], cough's gone", "2026-02-10T19:00:00", "2026-02-05",
+                   "5 February 2026"),
+              ], start=1)]
+    facts = timeline("How many times have I been to see Mum?", visits).facts
+    assert facts[0].startswith("number of see: 3 (distinct events")
