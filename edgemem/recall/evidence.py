@@ -82,14 +82,22 @@ ANNOTATION = re.compile(r"\[[^\]]*\]")  # a resolved-date label written into a n
 _stem = PorterStemmer().stem
 
 
+# Words of letters and digits together: "80th", "5K", "HbA1c", "M60" (the word tokenizer keeps
+# letters only, so "Mum's 80th" was about Mum alone and grounded to any line about her).
+_ALNUM = re.compile(r"(?<![\w])(?=[a-z]*\d)(?=\d*[a-z])[a-z\d]{2,}(?![\w])")
+
+
 def terms(text: str) -> set[str]:
     """Content terms of a text: stemmed words of three letters or more that are not stopwords, so
-    'adopted' and 'adoption' meet. Used for subject overlap, query overlap and mention tests."""
+    'adopted' and 'adoption' meet, and words mixing letters and digits ("80th", "hba1c"). Used for
+    subject overlap, query overlap and mention tests."""
     found = set()
-    for word in tokens(ANNOTATION.sub(" ", text)):
+    plain = ANNOTATION.sub(" ", text)
+    for word in tokens(plain):
         word = word.removesuffix("'s")  # "Caroline's" is about Caroline
         if len(word) >= 3 and word not in STOPWORDS:
             found.add(_stem(word))
+    found.update(_ALNUM.findall(plain.lower()))
     return found
 
 

@@ -187,6 +187,8 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
             dated.append((anchor, grounded.start, grounded.label, grounded.exact))
             spans.append(grounded)
     asks_time = _ASKS_TIME.search(" ".join(question.split())) is not None
+    direct: tuple[str, list[int]] | None = None  # date maths that is the whole answer
+    cites = [g.note_id for g in spans if g.note_id is not None]
     if asks_time and len(found) == 2 and len(dated) == 2:
         for anchor, _, label, _ in dated:
             facts.append(f"{anchor}: {label}")
@@ -197,6 +199,9 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
             facts.append(f"{a_name} and {b_name} happened on the same day")
         else:
             facts.append(f"{a_name} came first, {about}{describe_days(a_day, b_day)} before {b_name}")
+            if _BETWEEN.search(question):  # "How many days between my dentist appointment and my flight?"
+                direct = (f"{about.capitalize()}{_describe(question, a_day, b_day)}: {a_name} {a_label}, "
+                          f"{b_name} {b_label}", cites)
     elif len(found) == 1 and reference is not None and _SINCE.search(question) and dated:
         _, day, label, exact = dated[0]
         about = "" if exact else "about "
@@ -205,12 +210,18 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         # "How long do the exams last, first to last?": one event written as a range ("11 May to 19 June").
         span = spans[0]
         if span.end > span.start:
-            facts.append(f"{span.label}, first day to last: {_describe(question, span.start, span.end)}")
+            length = _describe(question, span.start, span.end)
+            facts.append(f"{span.label}, first day to last: {length}")
+            direct = (f"{length[0].upper()}{length[1:]}, first day to last ({span.label})", cites)
     if len(found) == 1 and spans and _WEEKDAY_ASKED.search(question) and spans[0].start == spans[0].end:
+        # Only a fact: the question's one anchor is the whole question, so the line it grounds to
+        # may be a neighbour's ("Mum's in Rosewood House", said 9 September, for "Mum's 80th").
         facts.append(f"{spans[0].label} is a {spans[0].start.strftime('%A')}")
-    return Prepared("temporal-reasoning", ordered, facts)
+    return Prepared("temporal-reasoning", ordered, facts, direct=direct)
 
 
+# "How many days between A and B?", "How long was it from A to B?": the distance is the answer.
+_BETWEEN = re.compile(r"\bhow\s+(?:many\s+(?:days|weeks|months)|long)\b.*\b(?:between|from)\b", re.IGNORECASE)
 _HOW_LONG = re.compile(r"\bhow\s+(?:long|many\s+(?:days|nights|weeks|months))\b", re.IGNORECASE)
 _WEEKDAY_ASKED = re.compile(r"\b(?:day\s+of\s+the\s+week|what\s+day|which\s+day)\b", re.IGNORECASE)
 

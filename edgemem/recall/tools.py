@@ -293,7 +293,7 @@ def known_days(evidence: Sequence[Evidence | str]) -> set[date]:
 def _positions(text: str, wanted: set[str]) -> list[int]:
     """Offsets of the words in ``text`` whose term is wanted (annotations left out)."""
     plain = re.sub(r"\[[^\]]*\]", lambda m: " " * len(m.group(0)), text)
-    return [m.start() for m in re.finditer(r"[A-Za-z][A-Za-z'-]*", plain) if terms(m.group(0)) & wanted]
+    return [m.start() for m in re.finditer(r"[A-Za-z0-9][\w'-]*", plain) if terms(m.group(0)) & wanted]
 
 
 # Words that name a date, not an event: an anchor made only of them ("today") is not looked up.
@@ -329,7 +329,12 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
     stored = _note_dates(chosen)
     note_id = chosen.note_id if isinstance(chosen, Evidence) else None
     if stored:
-        spots = _positions(_text(chosen), wanted) or [0]
+        # The date nearest the words that single the event out: in "saw Mum Thursday [14 May]. her
+        # 80th is 2 June [2 June]", "80th" (in one line) places "Mum's 80th", not "Mum" (in many).
+        held = wanted & terms(_text(chosen))
+        spread = {t: sum(t in terms(_text(item)) for item in evidence) for t in held}
+        rarest = {t for t, n in spread.items() if n == min(spread.values())}
+        spots = _positions(_text(chosen), rarest) or _positions(_text(chosen), wanted) or [0]
         at, start, end, label, exact = min(stored, key=lambda d: min(abs(d[0] - p) for p in spots))
         return Grounded(event, start, end, label, exact, note_id)
     said = _said_day(chosen)

@@ -87,12 +87,21 @@ def test_profile_injection_without_profile_escalates_without_a_model_call(engine
 def test_temporal_tool_round_is_executed_in_code(engine) -> None:
     eng, llm = engine
     llm.enqueue("Event A: 2023-05-07. Event B: 2023-05-25.\nTOOL: days_between | 2023-05-07 | 2023-05-25", "18 days")
-    out = run(eng, llm, "How many days passed between the support group and the pottery class signup?", "temporal-reasoning")
+    out = run(eng, llm, "How many days after the support group did Caroline sign up for the pottery class?",
+              "temporal-reasoning")
     assert out.text == "18 days"
     assert out.trace["stages"]["answer0"]["tool_calls"][0].startswith("days_between(2023-05-07, 2023-05-25) -> 18 days")
     assert "TOOL_RESULT: 18 days" in llm.calls[1].messages[-1]["content"]
     # Tier-3 temporal preprocessing resolved "yesterday" and sorted by date before the model saw it.
     assert "yesterday [7 May 2023]" in llm.calls[0].messages[-1]["content"]
+
+
+def test_days_between_two_events_are_counted_from_their_stored_dates_without_the_model(engine) -> None:
+    eng, llm = engine
+    out = run(eng, llm, "How many days passed between the support group and the pottery class signup?", "temporal-reasoning")
+    assert out.text == "18 days: the support group 7 May 2023, the pottery class signup 25 May 2023"
+    assert out.trace["verdict"] == "computed" and not llm.calls
+    assert [eng.note(i)["content"][:20] for i in out.note_ids] == ["I went to the LGBTQ ", "I finally signed up "]
 
 
 def test_engine_ask_records_a_trace_for_why(engine) -> None:

@@ -232,3 +232,13 @@ def test_runs_on_different_days_count_separately_and_a_retelling_once() -> None:
 def test_format_events_of_nothing() -> None:
     assert format_events(count_occurrences("sailing", BOOKS)) == "0"
     assert count_occurrences("sailing", BOOKS).describe_events() == "'sailing' is not mentioned in the notes"
+
+
+def test_ground_places_an_event_by_its_rarest_word_and_reads_words_with_digits() -> None:
+    notes = [
+        note(1, "Mum's in Rosewood House, I try to see her Thursdays", "2025-09-09T19:00:00", "s1"),
+        note(2, "saw Mum Thursday. her 80th is 2 June, the home's doing a party for her", "2026-05-19T20:00:00", "s2"),
+        note(3, "saw Mum on Thursday, she beat me at rummy", "2025-10-28T19:00:00", "s3"),
+    ]
+    found = ground("Mum's 80th", notes)
+    assert (found.note_id, found.label) == (2, "2 June 2026")
