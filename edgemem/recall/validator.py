@@ -48,7 +48,9 @@ class Verdict:
 
 
 def is_hard_failure(answer: str) -> bool:
-    return not answer.strip() or bool(_HARD_FAILURE.search(answer))
+    """No answer: empty, a "not found" phrase, or a question ("How did they handle the accident?" is a
+    line of the context asking it, copied back)."""
+    return not answer.strip() or bool(_HARD_FAILURE.search(answer)) or answer.strip().endswith("?")
 
 
 def is_short(answer: str) -> bool:
@@ -73,6 +75,7 @@ _POSSESSIVE = re.compile(r"\b([A-Za-z][\w\-]*)['’]s\s+(?=((?:[a-z][\w\-]*\s+){
 _CONTRACTED = frozenset("what that it he she there here who where when how let why which this today tomorrow".split())
 _SELF = re.compile(r"\b(?:my|mine|me|I|myself|I'm|I've)\b")
 _WHOSE = re.compile(r"\bwhose\b", re.IGNORECASE)
+_WHO = re.compile(r"\b(?:who|whom|whose)\b", re.IGNORECASE)
 _USER_SPEAKERS = frozenset({"user", "me", "i", "myself"})
 _ASKER_NAME = re.compile(r"^user\b[^:]*\bname\b[^:]*:\s*(.+?)\s*\(\w+\)\s*$", re.IGNORECASE)
 
@@ -220,6 +223,14 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
                     asker |= set(tokens(m.group(1)))
             if asker and answer_words <= asker:
                 return "answer_is_asker"
+    if owner is not None and owner.name and not _WHO.search(question):
+        # "Melanie had a setback recently." for "What setback did Caroline face?": the answer says
+        # whose it is, and it is someone else's (a "who" question's answer is a person: not checked).
+        subject = re.match(r"\s*([A-Z][\w\-]*)(?:['’]s\b|\s+(?:is|was|has|had|did|does|\w+ed)\b)", answer)
+        other = subject.group(1) if subject else None
+        if (other and other.lower() != owner.name.lower() and other in speakers
+                and not re.search(rf"\b{re.escape(owner.name)}\b", answer, re.IGNORECASE)):
+            return "other_owner"
     # "Karen's husband is Janet.": the line about Janet holds the answer, not every line naming Karen.
     restated = frozenset(tokens(owner.name)) if owner is not None and owner.name else frozenset()
     holding = _holding(answer, lines, restated)

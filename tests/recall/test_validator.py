@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edgemem.recall.validator import OVERLAP_TAU, overlap, validate, wrong_owner
+from edgemem.recall.validator import OVERLAP_TAU, is_hard_failure, overlap, validate, wrong_owner
 from edgemem.runtime.fake import ScriptedLLM
 
 CONTEXT = (
@@ -64,3 +64,8 @@ def test_owner_rule_stays_silent_when_the_context_cannot_say() -> None:
     assert not wrong_owner("What did Caroline and Melanie buy?", "new shoes", SHOES)  # two people asked about
     assert not wrong_owner("What did Caroline buy?", "a telescope", SHOES)  # no line holds the answer
     assert not wrong_owner("What did Caroline buy?", "new shoes", "Just got some new shoes, too!")  # no speakers
+
+
+def test_a_question_copied_back_is_no_answer() -> None:
+    assert is_hard_failure("The kids looked so cute, Mel! How did they handle the accident?")
+    assert not is_hard_failure("They were scared but fine.")

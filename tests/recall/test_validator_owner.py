@@ -139,3 +139,12 @@ def test_a_whose_thing_question_is_refused_when_the_owner_differs(settings, embe
             assert (stage["stage"], stage["reason"]) == ("wrong_owner", "other_owner")
     finally:
         eng.close()
+
+
+def test_an_answer_that_names_someone_else_as_its_subject_is_theirs() -> None:
+    ctx = ("(8 May 2023, Melanie) I had a setback: I hurt myself running last week.\n"
+           "(8 May 2023, Caroline) Oh no, so sorry! Take care of yourself.")
+    assert ownership("What setback did Caroline face recently?", "Melanie had a setback recently.", ctx) == "other_owner"
+    assert ownership("What setback did Melanie face recently?", "Melanie had a setback recently.", ctx) is None
+    # A "who" question is answered by a person: that person is no owner.
+    assert ownership("Who did Caroline talk to about running?", "Melanie had told her about it.", ctx) is None
