@@ -243,7 +243,12 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
         users = _user_labels(lines)
         chat = users != _USER_SPEAKERS  # a user talking to an assistant: "you" is the user
         if owner.name is None:
-            if any(line.by_user(users) for line in lines) and not any(line.by_user(users) for line in holding):
+            def users_own(line: _Line) -> bool:
+                # In a chat, the assistant speaking to the user ("Your mum is at Rosewood; you visit on
+                # Thursdays") says what is the user's.
+                return line.by_user(users) or (chat and (line.speaker or "").lower() in ASSISTANT_SPEAKERS
+                                               and _YOU.search(line.body) is not None)
+            if any(line.by_user(users) for line in lines) and not any(users_own(line) for line in holding):
                 return "other_owner"
         elif not (re.search(r"\d", answer) and not owner.possessive):
             for line in holding:

@@ -62,6 +62,9 @@ def test_in_a_chat_with_an_assistant_the_other_speaker_is_the_user() -> None:
                      chat + "\n(2 May 2025, Assistant) Oyster & Oak is your favourite.") == "other_owner"
     # Two people besides the assistant: neither is taken for the user, so no line is the user's own
     # and the check cannot refuse anything.
+    # The assistant telling the user what is theirs holds the user's answer.
+    assert ownership("Where is my mum living now?", "Rosewood House",
+                     chat + "\n(9 May 2025, Assistant) Your mum is at Rosewood House; you visit on Thursdays.") is None
     three = chat + "\n(4 May 2025, Hannah) mine is Pizza Hut"
     assert ownership("What's my favourite place?", "Pizza Hut", three) is None
 
