@@ -75,6 +75,8 @@ _POSSESSIVE = re.compile(r"\b([A-Za-z][\w\-]*)['’]s\s+(?=((?:[a-z][\w\-]*\s+){
 _CONTRACTED = frozenset("what that it he she there here who where when how let why which this today tomorrow".split())
 _SELF = re.compile(r"\b(?:my|mine|me|I|myself|I'm|I've)\b")
 _WHOSE = re.compile(r"\bwhose\b", re.IGNORECASE)
+# A computed fact quoting a line with its header: "Latest on what is asked: (8 May 2023, Melanie) …".
+_QUOTED_HEADER = re.compile(r"\(\d{1,2} [A-Z][a-z]+ \d{4}, [^)]+\)")
 _WHO = re.compile(r"\b(?:who|whom|whose)\b", re.IGNORECASE)
 _USER_SPEAKERS = frozenset({"user", "me", "i", "myself"})
 _ASKER_NAME = re.compile(r"^user\b[^:]*\bname\b[^:]*:\s*(.+?)\s*\(\w+\)\s*$", re.IGNORECASE)
@@ -254,6 +256,8 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
             for line in holding:
                 if _names(line, owner.name) or line.header is None:
                     break
+                if line.header.strip().lower() == "computed" and not _QUOTED_HEADER.search(line.body):
+                    break  # date maths ("13 September 2025 is a Saturday") belongs to no one
                 if line.speaker and not line.by_user(users) and _YOU.search(line.body) and (
                         not chat or owner.name.lower() in users):
                     break  # "love your bowls!" gives them to the listener (the user, in a chat)

@@ -89,6 +89,14 @@ def test_a_computed_copy_of_someone_elses_line_does_not_make_it_the_owners() -> 
     # A computed fact alone (a date difference) still holds its own answer.
     days = "(computed) 7 May 2023 → 25 May 2023: 18 days\n(8 May 2023, Caroline) I went to the group yesterday."
     assert ownership("How many days after the group did Caroline sign up?", "18 days", days) is None
+    # Date maths about someone's event is no one's: "Saturday" for "Nina's wedding" is not Maya's.
+    weekday = ("(computed) 13 September 2025 is a Saturday\n"
+               "(3 February 2025, Maya) big news, my sister Nina is getting married!! Seville, 13 September")
+    assert ownership("What day of the week is Nina's wedding on?", "Saturday", weekday) is None
+    # One quoting a line still says whose it is.
+    quoted = ("(computed) Latest on what is asked: (8 May 2023, Melanie) We roasted marshmallows in the forest.\n"
+              "(9 May 2023, Caroline) I love the forest.")
+    assert ownership("What did Caroline's family roast in the forest?", "marshmallows", quoted) == "other_owner"
 
 
 CONVERSATION = (
