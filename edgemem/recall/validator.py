@@ -39,7 +39,7 @@ _JUDGE_SCHEMA = {"type": "string", "enum": ["yes", "no"]}  # the reply is the JS
 @dataclass
 class Verdict:
     grounded: bool
-    stage: str  # hard_failure | rule_verdict | wrong_owner | short_answer | extractive | judge | overlap
+    stage: str  # hard_failure | rule_verdict | wrong_owner | invented_name | short_answer | extractive | judge | overlap
     score: float | None = None
     tokens: int = 0
     judge: str = "skipped"  # "ran" | "ran (shared prefix)" | "skipped: <why>"
@@ -281,6 +281,29 @@ def wrong_owner(question: str, answer: str, context: str) -> bool:
     return ownership(question, answer, context) is not None
 
 
+# A name of two or more capitalised words ("Casa Azahar", "Whitworth Animal Clinic", "Bank of England").
+_NAME_RUN = re.compile(r"(?<![\w'’])[A-Z][\w'’&.-]*(?:\s+(?:(?:of|the|de|&)\s+)?[A-Z][\w'’&.-]*)+")
+
+
+def invented_name(answer: str, context: str) -> str | None:
+    """A name of two or more capitalised words in the answer with a word the context never writes
+    ("The hotel is the Seville Hotel." from notes naming no hotel), or None. Small models make up
+    plausible names, and a name is the one thing an answer cannot paraphrase. Months, weekdays and
+    a leading article are not part of a name."""
+    held = set(tokens(context))
+    for m in _NAME_RUN.finditer(answer):
+        words = [w for w in tokens(m.group(0)) if w not in _CALENDAR_WORDS and w not in {"the", "a", "an"}]
+        if len(words) >= 2 and any(w not in held for w in words):
+            return m.group(0)
+    return None
+
+
+_CALENDAR_WORDS = frozenset(
+    "january february march april may june july august september october november december "
+    "monday tuesday wednesday thursday friday saturday sunday".split()
+)
+
+
 def extractive(answer: str, context: str) -> str | None:
     """The context line the answer was lifted from, or None: the normalised answer, or every one of
     its content words, appears in one line. Such an answer needs no judge (B.3's judge asks whether
@@ -339,6 +362,9 @@ def validate(question: str, answer: str, context: str, llm: Any | None,
     why = ownership(question, answer, context, strict=owner_strict)
     if why is not None:
         return Verdict(False, "wrong_owner", judge=f"skipped: {why}", reason=why)
+    invented = invented_name(answer, context)
+    if invented is not None:
+        return Verdict(False, "invented_name", judge="skipped: a name the context does not hold", reason=invented)
     if is_short(answer):
         return Verdict(True, "short_answer", judge="skipped: short answer")
     if extractive(answer, context) is not None:

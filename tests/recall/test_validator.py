@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edgemem.recall.validator import OVERLAP_TAU, is_hard_failure, overlap, validate, wrong_owner
+from edgemem.recall.validator import OVERLAP_TAU, invented_name, is_hard_failure, overlap, validate, wrong_owner
 from edgemem.runtime.fake import ScriptedLLM
 
 CONTEXT = (
@@ -69,3 +69,13 @@ def test_owner_rule_stays_silent_when_the_context_cannot_say() -> None:
 def test_a_question_copied_back_is_no_answer() -> None:
     assert is_hard_failure("The kids looked so cute, Mel! How did they handle the accident?")
     assert not is_hard_failure("They were scared but fine.")
+
+
+def test_a_name_the_context_never_writes_is_made_up() -> None:
+    ctx = ("(18 March 2025, Maya) staying at Casa Azahar, a little guesthouse in Triana, for the whole trip\n"
+           "(22 July 2025, Maya) Mum's coming to Seville too, flying in from Dublin")
+    assert invented_name("The hotel is the Seville Hotel.", ctx) == "Seville Hotel."
+    assert invented_name("She stays at Casa Azahar in Triana.", ctx) is None
+    assert invented_name("Mum flies in from Dublin on Tuesday 22 July", ctx) is None
+    verdict = validate("Which hotel is Mum staying at in Seville?", "The hotel is the Seville Hotel.", ctx, None)
+    assert (verdict.grounded, verdict.stage) == (False, "invented_name")
