@@ -32,7 +32,7 @@ from edgemem.text import MONTH_NAMES, STOPWORDS, day_label
 
 __all__ = [
     "Prepared", "SessionGroup", "TIER3_TAGS", "prepare", "anchors", "chronological", "temporal", "recency",
-    "diversify", "digest", "is_counting", "map_sessions", "count_occurrences", "rules", "timeline",
+    "diversify", "digest", "is_counting", "total_answer", "map_sessions", "count_occurrences", "rules", "timeline",
     "RECENCY_JACCARD", "DIGEST_MAX", "PER_SESSION_CAP", "MAP_CHUNK", "TIMELINE_MAX",
 ]
 
@@ -486,9 +486,29 @@ _COUNTING = re.compile(r"\b(?:how\s+many|how\s+often|number\s+of|count)\b", re.I
 _COUNT_NOISE = {"many", "often", "number", "count", "times", "time", "total", "different"}
 
 
+_TIME_UNITS = re.compile(r"\bhow\s+many\s+(?:days|nights|weeks|months|years|hours|minutes)\b", re.IGNORECASE)
+
+
 def is_counting(question: str) -> bool:
-    """"How many …", "how often …", "number of …": the question counts."""
-    return _COUNTING.search(question) is not None
+    """"How many …", "how often …", "number of …": the question counts events or things (not "how
+    many days", which is date maths)."""
+    return _COUNTING.search(question) is not None and not _TIME_UNITS.search(question)
+
+
+def total_answer(question: str, evidence: Sequence[Evidence]) -> tuple[str, list[int]] | None:
+    """"How many trout have I had in total?": the sum :func:`_total` adds up, as the answer, citing
+    the notes of the events it adds; None when no event gives a number above one."""
+    m = re.search(r"\bhow\s+many\s+([A-Za-z][A-Za-z'-]+)", question, re.IGNORECASE)
+    if not m or m.group(1).lower() in _COUNT_NOISE or not is_counting(question):
+        return None
+    told = [e for e in evidence if (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS]
+    found = count_occurrences(m.group(1).lower(), told)
+    fact = _total(question, m.group(1), found)
+    if fact is None:
+        return None
+    word, _, rest = fact.removeprefix("total ").partition(": ")
+    number, _, parts = rest.partition(" — ")
+    return f"{number} {word} in total: {parts}", [i for e in found.events for i in e.note_ids]
 
 
 def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
@@ -743,4 +763,5 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
     # question's dates frame a state ("this year", "since September"); they select nothing here.
     # A superlative ("What's the biggest fish I've caught?") asks for one reading: the model picks it.
     direct = None if _SUPERLATIVE.search(question) else computed or digest(question, evidence)
+    direct = total_answer(question, ordered) or direct  # "How many trout in total?": the sum
     return Prepared("state-tracking", ordered, facts, dropped, computed=computed, direct=direct)

@@ -451,8 +451,12 @@ def test_a_count_of_things_adds_up_the_numbers_each_event_gives_and_skips_the_as
         Evidence(4, "fishing with Dave on Sunday [8 February 2026], Chew, three trout", "2026-02-10T20:00:00",
                  speaker="Tom", session="s3", dates=[day("2026-02-08", "8 February 2026")]),
     ]
-    facts = timeline("How many trout have I had in total?", trips).facts
+    prepared = timeline("How many trout have I had in total?", trips)
+    facts = prepared.facts
     assert facts[0] == ("total trout: 6 — 1 (26 October 2025) + 2 (11 January 2026) + 3 (8 February 2026)")
+    assert prepared.direct == ("6 trout in total: 1 (26 October 2025) + 2 (11 January 2026) + 3 (8 February 2026)",
+                               [1, 2, 4])
+    assert timeline("How many days after the first trip was the last?", trips).direct is None  # date maths
     assert facts[1].startswith("number of trout: 3 (distinct events")
     assert timeline("How many times have I been fishing?", trips).facts[0].startswith("number of fishing: 3 ")
 
