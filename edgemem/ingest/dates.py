@@ -28,8 +28,10 @@ Conventions (where LoCoMo's gold answers show one, it is theirs):
   tense of its sentence: past gives the most recent one (begun by the event date), future the first
   one not yet over. A sentence with no past marker (present progressive "is getting married", a
   verbless plan "Leaving 18 June, back 22 June", a plain statement) is not past: the occurrence
-  nearest the event date, ties to the future. So "20 June" said on 19 January is the coming June,
-  said in mid-July the June just gone; "got married on 20 June" said in January is last June. A
+  nearest the event date, ties to the future, where one more than a week back counts twice as far
+  (such a sentence tells of what is coming more often than of what is gone: "Seville, 13 September"
+  said in February is this September, not the last). So "20 June" said on 19 January is the coming
+  June, said in mid-July the June just gone; "got married on 20 June" said in January is last June. A
   past form after a present "be" or "get" is a participle, not a past marker ("is getting married",
   "we're booked"); "since June" is always past.
 - A bare "Friday" is resolved only when its sentence has a tense (past: the most recent Friday
@@ -367,6 +369,9 @@ def _distance(span: tuple[date, date], day: date) -> int:
     return (start - day).days if start > day else (day - end).days
 
 
+_PAST_WEIGHT = 2
+
+
 def _choose(spans: list[tuple[date, date]], ctx: _Context, tense: Optional[str]) -> Optional[tuple[date, date]]:
     """Which occurrence of a date without a year (or month, or week) is meant.
 
@@ -382,7 +387,14 @@ def _choose(spans: list[tuple[date, date]], ctx: _Context, tense: Optional[str])
         return min(open_) if open_ else None
     if not spans:
         return None
-    return min(spans, key=lambda s: (_distance(s, ctx.day), -s[0].toordinal()))
+    # Without a past marker a date is more often ahead than behind ("my sister is getting married
+    # in Seville, 13 September" said in February): a past occurrence more than a week back counts
+    # as twice as far away. Within a week, nearest wins ("parkrun on Saturday: 28:31!" said Tuesday).
+    def away(s: tuple[date, date]) -> int:
+        d = _distance(s, ctx.day)
+        return d * _PAST_WEIGHT if s[1] < ctx.day and d > 7 else d
+
+    return min(spans, key=lambda s: (away(s), -s[0].toordinal()))
 
 
 def _yearly(month: int, day_number: int, ctx: _Context) -> list[tuple[date, date]]:

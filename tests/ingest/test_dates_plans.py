@@ -40,7 +40,7 @@ CASES = [
      [("3 March", date(2026, 3, 3), date(2026, 3, 3), "3 March 2026")]),
     ("I will see them on 10 January", MON_19_JAN_2026,  # future tense: next year's
      [("10 January", date(2027, 1, 10), date(2027, 1, 10), "10 January 2027")]),
-    # No tense at all: the nearest occurrence, ties ahead.
+    # No tense at all: the nearest occurrence, ties ahead; one more than a week back counts double.
     ("Leaving 18 June, back 22 June", SAT_30_MAY_2026,
      [("18 June", date(2026, 6, 18), date(2026, 6, 18), "18 June 2026"),
       ("22 June", date(2026, 6, 22), date(2026, 6, 22), "22 June 2026")]),
@@ -50,8 +50,16 @@ CASES = [
      [("20 June", date(2026, 6, 20), date(2026, 6, 20), "20 June 2026")]),
     ("The market is in April", MON_19_JAN_2026,
      [("April", date(2026, 4, 1), date(2026, 4, 30), "April 2026")]),
-    ("The market is in August", MON_19_JAN_2026,  # nearer the August that ended 141 days ago
+    ("The market is in August", MON_19_JAN_2026,  # the August that ended 141 days ago counts 282
+     [("August", date(2026, 8, 1), date(2026, 8, 31), "August 2026")]),
+    ("The market was in August", MON_19_JAN_2026,  # past tense: the one gone
      [("August", date(2025, 8, 1), date(2025, 8, 31), "August 2025")]),
+    ("big news, my sister is getting married!! Seville, 13 September", datetime(2025, 2, 3, 19, 20),
+     [("13 September", date(2025, 9, 13), date(2025, 9, 13), "13 September 2025")]),
+    ("The fair is on 20 November", datetime(2026, 12, 10, 9, 0),  # 20 days back (40) beats 345 ahead
+     [("20 November", date(2026, 11, 20), date(2026, 11, 20), "20 November 2026")]),
+    ("parkrun on Saturday: 28:31!", datetime(2025, 3, 18, 19, 0),  # within a week: the nearest
+     [("Saturday", date(2025, 3, 15), date(2025, 3, 15), "15 March 2025")]),
     ("Birthday dinner on 1 July", datetime(2026, 1, 1),  # 181 days back, 181 ahead: a tie goes ahead
      [("1 July", date(2026, 7, 1), date(2026, 7, 1), "1 July 2026")]),
     ("I have felt better since March", MON_19_JAN_2026,  # "since": a start already passed
@@ -176,9 +184,9 @@ def test_a_weekday_picks_the_year(text, when, expected):
 
 def test_a_weekday_that_fits_no_nearby_year_falls_back_to_the_plain_date():
     # 29 February is a Thursday in 2024 and a Tuesday in 2028, never a Sunday from 2022 to 2030: the
-    # plain reading decides (the nearest occurrence, 681 days back against 780 ahead).
+    # plain reading decides (681 days back, counted double, against 780 ahead).
     got = resolve_dates("Party on Sunday 29 February", datetime(2026, 1, 10, 9, 0))
-    assert [(d.phrase, d.start) for d in got] == [("Sunday 29 February", date(2024, 2, 29))]
+    assert [(d.phrase, d.start) for d in got] == [("Sunday 29 February", date(2028, 2, 29))]
 
 
 @pytest.mark.parametrize("text, when, expected", [
