@@ -98,7 +98,7 @@ def prepare(
     """Tier-3 preprocessing for ``tag``; tags without a Tier-3 step pass through unchanged.
     ``asked_days``: the spans the question's own dates name (an overview of "December")."""
     if tag == "temporal-reasoning":
-        return temporal(question, evidence, reference=reference)
+        return temporal(question, evidence, reference=reference, supersedes=supersedes)
     if tag == "conflict-resolution":
         return recency(question, evidence, supersedes=supersedes)
     if tag == "broad-summarization":
@@ -168,12 +168,20 @@ def _describe(question: str, a: date, b: date) -> str:
     return describe_days(a, b)
 
 
-def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | None = None) -> Prepared:
+def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | None = None,
+             supersedes: Mapping[int, int] | None = None) -> Prepared:
     """Chronological sort plus date math between the question's anchors (A.2 Date Math Calculator).
 
     Two anchors: each gets the date of its best-matching item and a fact says which came first and
     the distance. One anchor with "how long ago / since": the distance to ``reference`` (the day the
-    question is asked; without one, no such fact)."""
+    question is asked; without one, no such fact).
+
+    A question about when something is or will be ("When is my GP review?") asks for the plan as it
+    stands: the recency filter marks the older statements of a changed plan outdated ("GP review on
+    Tuesday 3 February" before "the GP cancelled my review, I'm in on the 17th now"). One about when
+    something was ("When did …?") keeps every statement: two visits are two events."""
+    if _ASKS_PLAN.search(question):
+        evidence, _ = _mark_stale(evidence, supersedes, {e.note_id: terms(e.text) for e in evidence})
     ordered = chronological(evidence)
     facts: list[str] = []
     found = anchors(question)
@@ -220,6 +228,8 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
     return Prepared("temporal-reasoning", ordered, facts, direct=direct)
 
 
+_ASKS_PLAN = re.compile(r"^\s*(?:when(?:['’]s|\s+(?:is|are|will|am))|what\s+(?:date|day|time)\s+(?:is|are|will))\b",
+                        re.IGNORECASE)
 # "How many days between A and B?", "How long was it from A to B?": the distance is the answer.
 _BETWEEN = re.compile(r"\bhow\s+(?:many\s+(?:days|weeks|months)|long)\b.*\b(?:between|from)\b", re.IGNORECASE)
 _HOW_LONG = re.compile(r"\bhow\s+(?:long|many\s+(?:days|nights|weeks|months))\b", re.IGNORECASE)

@@ -153,7 +153,7 @@ def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | No
         hits, info = _tier3(conn, tag, question, embed, vector, llm, query)
     evidence = to_evidence(conn, hits)
     supersedes: dict[int, int] = {}
-    if tag in ("conflict-resolution", "constraint-validation", "state-tracking"):
+    if tag in ("conflict-resolution", "constraint-validation", "state-tracking", "temporal-reasoning"):
         current = links.current(conn, [e.note_id for e in evidence])
         supersedes = {old: new for old, new in current.items() if new is not None}
         missing = [new for new in dict.fromkeys(supersedes.values()) if new not in {e.note_id for e in evidence}]

@@ -473,3 +473,17 @@ def test_a_count_finds_the_irregular_past_of_the_question_verb() -> None:
               ], start=1)]
     facts = timeline("How many times have I been to see Mum?", visits).facts
     assert facts[0].startswith("number of see: 3 (distinct events")
+
+
+def test_when_a_plan_is_asked_the_older_statement_of_a_changed_plan_is_outdated() -> None:
+    review = [
+        Evidence(1, "GP review for the diabetes on Tuesday 3 February [3 February 2026], 8:40", "2026-01-12T20:00:00",
+                 speaker="Tom", dates=[day("2026-02-03", "3 February 2026")]),
+        Evidence(2, "the GP cancelled my review, I'm in on Tuesday 17 February [17 February 2026] now, 10:20",
+                 "2026-02-10T20:00:00", speaker="Tom", dates=[day("2026-02-17", "17 February 2026")]),
+    ]
+    asked = temporal("When is my GP diabetes review?", review).evidence
+    assert [(e.note_id, e.stale) for e in asked] == [(1, True), (2, False)]
+    assert asked[0].line().endswith("(outdated as of 10 February 2026)")
+    # "When did …" asks about what happened: every statement stays as it was.
+    assert [e.stale for e in temporal("When did I have the GP review?", review).evidence] == [False, False]
