@@ -660,6 +660,28 @@ def _weekday_date(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     return _make(m, *chosen, "day")
 
 
+def _weekday_ordinal(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    """"Tuesday the 17th": the month (of the two before and after the event date's) whose 17th is a
+    Tuesday, the tense choosing among them as for a plain date, else the nearest. None when no
+    nearby month fits (a slip): the weekday and "the 17th" are then read on their own."""
+    if not _weekday_ok(m.group("wd")):
+        return None
+    number, weekday = int(m.group("d")), _weekday_index(m)
+    spans = []
+    for offset in range(-2, 3):
+        month_start = ctx.day.replace(day=1) + relativedelta(months=offset)
+        try:
+            day = month_start.replace(day=number)
+        except ValueError:
+            continue
+        if day.weekday() == weekday:
+            spans.append((day, day))
+    if not spans:
+        return None
+    chosen = _choose(spans, ctx, _tense(ctx, m.start(), m.end())) or _choose(spans, ctx, None)
+    return _make(m, *chosen, "day")
+
+
 def _ordinal_day(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     """"on the 14th" (a day of a month left unsaid), "from the 14th to the 18th": the month is the
     one that makes it the occurrence the tense asks for (see _choose)."""
@@ -838,6 +860,7 @@ _RULES: list[tuple[re.Pattern, _Rule]] = [
     _rule(r"\b(?P<p>(?P<y>(?:19|20)\d\d)-(?P<m>\d\d)-(?P<d>\d\d))\b", _full_date),
     _rule(rf"\b(?P<p>{_WEEKDAY},?\s+(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH})(?!\w)", _weekday_date),
     _rule(rf"\b(?P<p>{_WEEKDAY},?\s+{_MONTH}\s+{_DAY})\b(?![:.,]?\d)", _weekday_date),
+    _rule(rf"\b(?P<p>{_WEEKDAY},?\s+the\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th))(?!\w)", _weekday_ordinal),
     _rule(rf"\b(?P<p>(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH})(?!\w)", _day_month),
     _rule(rf"\b(?P<p>{_MONTH}\s+{_DAY})\b(?![:.,]?\d)", _day_month),
     _rule(rf"\b(?P<p>{_MONTH},?\s+{_YEAR})\b", _month_year),

@@ -235,3 +235,14 @@ def test_can_or_might_before_a_date_is_a_plan_even_after_a_past_verb() -> None:
     # "can't" is no plan, and the past verb next to the date still decides.
     assert annotate("I can't believe we met on 3 November.", said) == (
         "I can't believe we met on 3 November [3 November 2025].")
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    # The month whose 17th is a Tuesday, not the Tuesday before a past-tense "cancelled".
+    ("the GP cancelled my review, I'm in on Tuesday the 17th now, 10:20", datetime(2026, 2, 10, 20, 0),
+     "the GP cancelled my review, I'm in on Tuesday the 17th [17 February 2026] now, 10:20"),
+    ("Mila's party is on Saturday the 15th, 8 kids", datetime(2025, 10, 28, 20, 0),
+     "Mila's party is on Saturday the 15th [15 November 2025], 8 kids"),
+])
+def test_a_weekday_with_a_day_of_the_month_is_the_month_where_they_agree(text, when, expected):
+    assert annotate(text, when) == expected
