@@ -83,8 +83,10 @@ _ASKER_NAME = re.compile(r"^user\b[^:]*\bname\b[^:]*:\s*(.+?)\s*\(\w+\)\s*$", re
 
 
 def _answer_words(answer: str) -> set[str]:
+    """Content words and numbers: "2 June 2026" is held by the line that says that day, not by
+    every line about June."""
     words = {t.removesuffix("'s").removesuffix("’s") for t in tokens(answer)}
-    return {t for t in words if t not in STOPWORDS and len(t) > 2}
+    return {t for t in words if t not in STOPWORDS and len(t) > 2} | set(re.findall(r"\d+", answer))
 
 
 @dataclass
@@ -178,7 +180,7 @@ def _holding(answer: str, lines: list[_Line], ignore: frozenset[str] = frozenset
     words = _answer_words(answer) - ignore
     if not words:
         return []
-    shared = [len(words & set(tokens(line.body))) for line in lines]
+    shared = [len(words & (set(tokens(line.body)) | set(re.findall(r"\d+", line.body)))) for line in lines]
     best = max(shared, default=0)
     if best == 0 or 2 * best < len(words):
         return []

@@ -159,3 +159,10 @@ def test_an_answer_that_names_someone_else_as_its_subject_is_theirs() -> None:
     assert ownership("What setback did Melanie face recently?", "Melanie had a setback recently.", ctx) is None
     # A "who" question is answered by a person: that person is no owner.
     assert ownership("Who did Caroline talk to about running?", "Melanie had told her about it.", ctx) is None
+
+
+def test_a_date_is_held_by_the_line_that_says_that_day() -> None:
+    ctx = ("(12 January 2026, Tom) Ella's GCSEs start 11 May [11 May 2026] and finish 19 June [19 June 2026]\n"
+           "(19 May 2026, Tom) saw Mum Thursday [14 May 2026]. her 80th is 2 June [2 June 2026], a party for her")
+    assert ownership("When is Ella's birthday?", "2 June 2026", ctx) == "other_owner"  # Mum's day, not Ella's
+    assert ownership("When do Ella's GCSEs finish?", "19 June 2026", ctx) is None
