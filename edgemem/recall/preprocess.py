@@ -435,6 +435,11 @@ def digest(question: str, evidence: Sequence[Evidence],
                  for d in e.dates]
         return any(a and b and a <= end and b >= start for a, b in spans for start, end in asked_days)
 
+    if names and topic and not any(named(e) and terms(e.text) & topic for e in lines):
+        # "What are some changes Melanie has faced during her transition?": no line ties the name
+        # to the topic, so the question may be about someone else's (an adversarial swap): the model
+        # answers, and may abstain.
+        return None
     found = [e for e in lines if about(e) and (not asked_days or within(e))]
     wanted = names | topic
     if len(found) < 2 and asked_days and not names:

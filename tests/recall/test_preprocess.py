@@ -487,3 +487,12 @@ def test_when_a_plan_is_asked_the_older_statement_of_a_changed_plan_is_outdated(
     assert asked[0].line().endswith("(outdated as of 10 February 2026)")
     # "When did …" asks about what happened: every statement stays as it was.
     assert [e.stale for e in temporal("When did I have the GP review?", review).evidence] == [False, False]
+
+
+def test_an_overview_with_no_line_tying_the_name_to_the_topic_is_left_to_the_model() -> None:
+    lines = [Evidence(1, "I started my transition three years ago", "2023-06-09T10:00:00", speaker="Caroline"),
+             Evidence(2, "my transition changed how my friends see me", "2023-07-09T10:00:00", speaker="Caroline"),
+             Evidence(3, "Melanie here, painting again", "2023-07-10T10:00:00", speaker="Melanie"),
+             Evidence(4, "Melanie: took the kids camping", "2023-07-12T10:00:00", speaker="Melanie")]
+    assert digest("What are some changes Melanie has faced during her transition?", lines) is None
+    assert digest("What are some changes Caroline has faced during her transition?", lines) is not None
