@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
 from dateutil.relativedelta import relativedelta
@@ -780,6 +780,14 @@ def parse_tool_call(text: str) -> ToolCall | None:
     return ToolCall(name, tuple(_split_args(rest)), line)
 
 
+def _is_date(text: str) -> bool:
+    try:
+        parse_date(text)
+    except ValueError:
+        return False
+    return True
+
+
 def execute(call: ToolCall, evidence: Sequence[Evidence | str] = (), question: str | None = None) -> str:
     """Run a parsed call; the result string, or one starting with ``error: `` for a bad call.
 
@@ -792,6 +800,12 @@ def execute(call: ToolCall, evidence: Sequence[Evidence | str] = (), question: s
     if call.name not in _ARITY:
         return f"{ERROR_PREFIX}unknown tool {call.name!r}; use one of {', '.join(TOOL_NAMES)}"
     want = _ARITY[call.name]
+    if call.name != "count_occurrences" and len(call.args) > want:
+        # "days_between(11 September 2025, 16 September 2025, RESULT: 5)": the model wrote its own
+        # guess after the operands. Arguments that are no date are dropped; two dates remain, or the
+        # call is wrong.
+        kept = tuple(a for a in call.args if _is_date(a))
+        call = replace(call, args=kept) if len(kept) == want else call
     if len(call.args) != want:
         form = "term" if call.name == "count_occurrences" else "date1, date2"
         arguments = "argument" if want == 1 else "arguments"

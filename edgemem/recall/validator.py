@@ -83,10 +83,12 @@ _ASKER_NAME = re.compile(r"^user\b[^:]*\bname\b[^:]*:\s*(.+?)\s*\(\w+\)\s*$", re
 
 
 def _answer_words(answer: str) -> set[str]:
-    """Content words and numbers: "2 June 2026" is held by the line that says that day, not by
-    every line about June."""
+    """Content words, and with them the numbers: "2 June 2026" is held by the line that says that
+    day, not by every line about June. A bare number ("5", a count or a duration worked out) is
+    no quote of any line: it says nothing of whose it is."""
     words = {t.removesuffix("'s").removesuffix("’s") for t in tokens(answer)}
-    return {t for t in words if t not in STOPWORDS and len(t) > 2} | set(re.findall(r"\d+", answer))
+    words = {t for t in words if t not in STOPWORDS and len(t) > 2}
+    return words | set(re.findall(r"\d+", answer)) if words else words
 
 
 @dataclass

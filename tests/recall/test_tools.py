@@ -223,3 +223,10 @@ def test_count_occurrences_knows_verb_forms_and_what_each_event_numbers() -> Non
     trout = [_note(1, "fishing yesterday, but two trout", "s1"), _note(2, "Chew, three trout!", "s2"),
              _note(3, "had a 4lb rainbow trout", "s3"), _note(4, "no trout today", "s4")]
     assert [e.quantity for e in count_occurrences("trout", trout).events] == [2, 3, 1]
+
+
+def test_a_date_tool_drops_an_argument_that_is_no_date() -> None:
+    call = parse_tool_call("TOOL: days_between | 11 September 2025 | 16 September 2025 | RESULT: 5")
+    assert execute(call) == "5 days between 11 September 2025 and 16 September 2025"
+    three = parse_tool_call("TOOL: days_between | 1 May 2025 | 11 September 2025 | 16 September 2025")
+    assert execute(three).startswith(ERROR_PREFIX)  # three dates: which two is not for code to guess

@@ -166,3 +166,10 @@ def test_a_date_is_held_by_the_line_that_says_that_day() -> None:
            "(19 May 2026, Tom) saw Mum Thursday [14 May 2026]. her 80th is 2 June [2 June 2026], a party for her")
     assert ownership("When is Ella's birthday?", "2 June 2026", ctx) == "other_owner"  # Mum's day, not Ella's
     assert ownership("When do Ella's GCSEs finish?", "19 June 2026", ctx) is None
+
+
+def test_a_bare_number_says_nothing_of_whose_it_is() -> None:
+    ctx = ("(18 March 2025, Maya) BOOKED the wedding flights, leaving Thursday 11 Sept, back Tuesday 16 Sept\n"
+           "(18 March 2025, Assistant) Seville, 11 to 16 September: 5 nights.\n"
+           "(2 May 2025, Hannah) 5 of us are going")
+    assert ownership("As first booked, how many nights would I have been in Seville?", "5", ctx) is None
