@@ -27,7 +27,9 @@ from datetime import date, timedelta
 from edgemem.recall.evidence import ANNOTATION, ASSISTANT_SPEAKERS, TIME_FRAME_TERMS, Evidence, jaccard, parse_iso_day, terms
 from edgemem.recall.events import anchors
 from edgemem.recall.limits import has_limit
-from edgemem.recall.tools import Count, count_occurrences, verb_forms, describe_days, describe_months, describe_weeks, ground
+from edgemem.recall.tools import (
+    Count, count_occurrences, describe_days, describe_months, describe_weeks, ground, verb_forms,
+)
 from edgemem.text import MONTH_NAMES, STOPWORDS, day_label
 
 __all__ = [
@@ -76,7 +78,8 @@ class Prepared:
     groups: list[SessionGroup] = field(default_factory=list)  # broad-summarization map shards
     # An answer computed from the notes, given when the model's attempts all fail: (text, note ids).
     computed: tuple[str, list[int]] | None = None
-    # An answer read off the notes that is given in place of the model's (broad overviews): (text, ids).
+    # An answer read off the notes, given in place of the model's (an overview, a state's readings, a
+    # total, the days between two events): (text, note ids).
     direct: tuple[str, list[int]] | None = None
 
     def items(self) -> list[Evidence]:
@@ -413,8 +416,9 @@ def digest(question: str, evidence: Sequence[Evidence],
     The subject: the question's names (a line names them, or they said it) and its content words;
     the question's own dates keep the lines whose resolved dates fall in them. The assistant's lines
     and near-repeats are left out; more than :data:`DIGEST_MAX` lines keep those naming the names,
-    then those sharing most words with the question, then the best ranked. Shown in the order told. None (the model answers) for a question that names the
-    kind of item it lists, a count, or fewer than two lines about the subject."""
+    then those sharing most words with the question, then the best ranked. Shown in the order told.
+    None (the model answers) for a question that names the kind of item it lists, a count, names
+    and topic words no line holds together, or fewer than two lines about the subject."""
     if _ITEM_QUESTION.search(question) or _COUNTING.search(question):
         return None
     names, topic = _tracked(question)

@@ -52,7 +52,7 @@ class Gathered:
     retrieved: list[int] = field(default_factory=list)
     info: dict = field(default_factory=dict)
     computed: tuple[str, list[int]] | None = None  # Tier 3's own answer, for when the model's fail
-    direct: tuple[str, list[int]] | None = None  # Tier 3's answer in place of the model's (an overview)
+    direct: tuple[str, list[int]] | None = None  # Tier 3's answer in place of the model's (no model call)
 
 
 def profile_evidence(conn: Any, question: str | None = None) -> list[Evidence]:
