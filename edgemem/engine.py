@@ -249,14 +249,16 @@ class Engine:
             streamed.append(piece)
             on_token(piece)
 
+        # The question's own dates, resolved once: exact ones can clash with a plan, loose ones select.
+        asked = [(d.start, d.end, d.approximate) for d in resolve_dates(question, _local(now))]
         try:
             outcome = pipeline.run(conn, question, llm=self.runtime.interactive, embed=self.runtime.embed,
                                    router=self.router, recent=self._recent_turns(session),
                                    on_token=token if on_token is not None else None, on_reset=on_reset,
                                    on_stage=stage, now=_local(now), evidence=evidence,
                                    cluster_model=self.settings.cluster_model,
-                                   question_days=question_days(question, _local(now)),
-                                   question_window=question_days(question, _local(now), approximate=True))
+                                   question_days=[(a, b) for a, b, loose in asked if not loose],
+                                   question_window=[(a, b) for a, b, _ in asked])
         except Cancelled as exc:
             self._record_cancelled(query_id, question, exc, reached, streamed)
             raise

@@ -20,7 +20,7 @@ from typing import Any
 from edgemem import prompts
 from edgemem.errors import ContextTooLong, SchemaError
 from edgemem.recall.evidence import ASSISTANT_SPEAKERS, terms
-from edgemem.text import STOPWORDS, tokens
+from edgemem.text import MONTH_NAMES, STOPWORDS, tokens
 
 OVERLAP_TAU = 0.07
 SHORT_WORDS = 6
@@ -303,8 +303,7 @@ def invented_name(answer: str, context: str) -> str | None:
 
 
 _CALENDAR_WORDS = frozenset(
-    "january february march april may june july august september october november december "
-    "monday tuesday wednesday thursday friday saturday sunday".split()
+    [m.lower() for m in MONTH_NAMES] + "monday tuesday wednesday thursday friday saturday sunday".split()
 )
 
 
