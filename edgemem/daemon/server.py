@@ -561,6 +561,7 @@ class Server:
         self._cancels.add(cancel)
         previous = conn.cancels.get(req.id)
         conn.cancels[req.id] = cancel
+        future: asyncio.Future | None = None
         try:
             if conn.gone:
                 cancel.set()
@@ -576,6 +577,10 @@ class Server:
                 raise RequestCancelled("cancelled" + (f" (query {query})" if query else "")) from None
         except BaseException:
             cancel.set()
+            if future is not None and not future.done():
+                # Left before the work ended (the daemon is stopping): its outcome, a Cancelled once
+                # it sees the event, is nobody's to report; retrieved so asyncio does not log it.
+                future.add_done_callback(lambda f: f.cancelled() or f.exception())
             raise
         finally:
             self._cancels.discard(cancel)

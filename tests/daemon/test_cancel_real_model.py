@@ -86,7 +86,7 @@ def test_ctrl_c_stops_the_generation_frees_the_model_and_records_the_cancel(sett
         assert first and first[0], f"no token within the time limit: {client.stderr.read1(65536)!r}"
         client.send_signal(signal.SIGINT)
         _out, err = client.communicate(timeout=60)
-        assert client.returncode == 130, err
+        assert client.returncode == 130, (err, latest_trace(engine))  # the trace: what answered, and how
         lines = err.decode().splitlines()
         assert lines[-1] == "cancelled"
         assert lines[0].endswith(")") and "(decided by " in lines[0] and any(re.search(r"notes? packed$", x) for x in lines)
