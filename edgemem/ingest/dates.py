@@ -644,6 +644,30 @@ def _day_month(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     return _make(m, *chosen, "day")
 
 
+# Holidays on a fixed day of the year, placed like a date without a year ("at Christmas" said in
+# November is the coming one; "over Christmas" said in January, past tense, the one just gone).
+# Movable feasts (Easter, Thanksgiving, Diwali) are left unresolved rather than guessed.
+HOLIDAYS = {
+    "christmas eve": (12, 24), "christmas day": (12, 25), "christmas": (12, 25), "xmas": (12, 25),
+    "boxing day": (12, 26), "new year's eve": (12, 31), "new years eve": (12, 31),
+    "new year's day": (1, 1), "new years day": (1, 1), "halloween": (10, 31),
+    "valentine's day": (2, 14), "valentines day": (2, 14), "st patrick's day": (3, 17),
+}
+_HOLIDAY = (r"(?P<h>christmas\s+eve|christmas\s+day|christmas|xmas|boxing\s+day|new\s+year'?s\s+(?:eve|day)"
+            r"|halloween|valentine'?s\s+day|st\.?\s+patrick'?s\s+day)")
+
+
+def _holiday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    if _preceded_by_the(m, ctx):
+        return None  # "the Christmas magic", "the Christmas before last": no day of its own
+    name = " ".join(m.group("h").lower().replace("’", "'").replace("st. ", "st ").split())
+    month, day_number = HOLIDAYS[name]
+    chosen = _choose(_yearly(month, day_number, ctx), ctx, _reading(m, ctx))
+    if chosen is None:
+        return None
+    return _make(m, *chosen, "day")
+
+
 def _weekday_date(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     """"Thursday 11 September", "Wed, Sept 17": the weekday says which year. Of the occurrences
     around the event date whose weekday is the one written, the tense picks as for a plain date
@@ -687,7 +711,7 @@ def _ordinal_day(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     one that makes it the occurrence the tense asks for (see _choose)."""
     first = int(m.group("d1"))
     last = int(m.group("d2")) if m.group("d2") else first
-    if m.group("sep") and m.group("sep").lower() == "and" and m.group("prep").lower() != "between":
+    if m.group("sep") and m.group("sep").strip().lower() == "and" and (m.group("prep") or "").lower() != "between":
         return None
     if not (1 <= first <= 31 and 1 <= last <= 31) or (m.group("d2") and last < first):
         return None
@@ -698,7 +722,7 @@ def _ordinal_day(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
             spans.append((month_start.replace(day=first), month_start.replace(day=last)))
         except ValueError:
             continue  # no 31st in this month
-    prep = m.group("prep").lower()
+    prep = (m.group("prep") or "").lower()
     tense = ("past" if prep == "since" else "future" if prep in ("to", "for", "until", "till")
              else _tense(ctx, m.start(), m.end()))
     chosen = _choose(spans, ctx, tense)
@@ -850,6 +874,12 @@ _RULES: list[tuple[re.Pattern, _Rule]] = [
         rf"(?:the\s+)?(?P<d2>\d{{1,2}})(?:st|nd|rd|th))?){_AFTER_ORDINAL}",
         _ordinal_day,
     ),
+    _rule(  # "24th to the 27th": two ordinals make a range of days without a preposition
+        r"\b(?P<prep>)(?P<p>(?:the\s+)?(?P<d1>\d{1,2})(?:st|nd|rd|th)(?P<sep>\s*[-–]\s*|\s+(?:to|till|until|through)\s+)"
+        rf"(?:the\s+)?(?P<d2>\d{{1,2}})(?:st|nd|rd|th)){_AFTER_ORDINAL}",
+        _ordinal_day,
+    ),
+    _rule(rf"\b(?:(?:at|over|for|on|by|until|till|before|after|since|from)\s+)?(?P<p>{_HOLIDAY})(?!\w)", _holiday),
     _rule(
         rf"\b(?:(?P<for>for)\s+)?(?P<p>{_COUNT}\s+(?P<unit>day|night|week|month|year)s?\s+from\s+"
         rf"(?:(?P<rel>next|this|last|coming)\s+)?{_WEEKDAY})(?!\w)",
@@ -911,6 +941,7 @@ def _find(text: str, event_time: datetime) -> list[_Found]:
 
 
 _MONTH_IN_PHRASE = re.compile(_MONTH, re.IGNORECASE)
+_HOLIDAY_IN_PHRASE = re.compile(_HOLIDAY, re.IGNORECASE)
 
 
 def _month_from(before: _Found, found: _Found, ctx: _Context) -> _Found:
@@ -918,7 +949,8 @@ def _month_from(before: _Found, found: _Found, ctx: _Context) -> _Found:
     date that names its month, is in that month (the next one when the day has passed: "from 28 March
     to the 2nd"), unless that puts a past-tense day after the event date. Otherwise it keeps the month
     its tense gave it (_ordinal_day)."""
-    if not _MONTH_IN_PHRASE.search(before.date.phrase) or before.date.granularity != "day":
+    names_month = _MONTH_IN_PHRASE.search(before.date.phrase) or _HOLIDAY_IN_PHRASE.search(before.date.phrase)
+    if not names_month or before.date.granularity != "day":
         return found
     if _SENTENCE_END.search(ctx.text, before.end, found.begin) is not None:
         return found
@@ -930,7 +962,7 @@ def _month_from(before: _Found, found: _Found, ctx: _Context) -> _Found:
             start, end = month.replace(day=first), month.replace(day=last)
         except ValueError:
             continue  # no 31st in this month
-        if start >= base:
+        if start >= base or start <= base <= end:  # after it, or around it ("Christmas, 24th to the 27th")
             if start > ctx.day and _tense(ctx, found.begin, found.stop) == "past":
                 return found  # "moved to 4 March, they had a staff thing on the 27th": not ahead
             resolved = replace(found.date, start=start, end=end)

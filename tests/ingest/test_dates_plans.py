@@ -246,3 +246,21 @@ def test_can_or_might_before_a_date_is_a_plan_even_after_a_past_verb() -> None:
 ])
 def test_a_weekday_with_a_day_of_the_month_is_the_month_where_they_agree(text, when, expected):
     assert annotate(text, when) == expected
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    # A fixed-day holiday is placed like a date without a year: ahead for a plan, behind when told.
+    ("Christmas: Karen and her lot are coming to ours, 24th to the 27th", datetime(2025, 11, 20, 18, 50),
+     "Christmas [25 December 2025]: Karen and her lot are coming to ours, 24th to the 27th [24–27 December 2025]"),
+    ("We spent Christmas at my mum's.", datetime(2026, 1, 9, 12, 0),
+     "We spent Christmas [25 December 2025] at my mum's."),
+    ("Halloween party next door, can't wait", datetime(2025, 11, 20, 9, 0),
+     "Halloween [31 October 2026] party next door, can't wait"),
+    ("We're seeing friends on New Year's Eve", datetime(2025, 12, 2, 9, 0),
+     "We're seeing friends on New Year's Eve [31 December 2025]"),
+    # Two ordinals make a range of days, in the month the tense gives them.
+    ("The kids are at their gran's 3rd to the 5th.", datetime(2026, 2, 20, 9, 0),
+     "The kids are at their gran's 3rd to the 5th [3–5 March 2026]."),
+])
+def test_holidays_and_ordinal_ranges(text, when, expected):
+    assert annotate(text, when) == expected
