@@ -353,11 +353,30 @@ def _target(m: re.Match, ctx: _Context) -> bool:
     return _TARGET.search(before) is not None and _RANGE_START.search(before) is None
 
 
+# Verbs of arranging: done in the past, but the dated thing they arrange lies ahead ("rebooked the
+# same place for Easter instead, 4 to 11 April" said in October is next April).
+_ARRANGED = re.compile(
+    r"\b(?:re)?(?:book|reserv|schedul|arrang|organis|organiz|register|postpon)ed\b|\bsigned\s+up\b"
+    r"|\bmoved\s+(?:it|them|the\s+\w+)\s+to\b",
+    re.IGNORECASE,
+)
+
+
+def _arranged(m: re.Match, ctx: _Context) -> bool:
+    """An arranging verb earlier in the sentence, and no other past marker between it and the date."""
+    left = max((e.end() for e in _SENTENCE_END.finditer(ctx.text, 0, m.start("p"))), default=0)
+    verbs = list(_ARRANGED.finditer(ctx.text, left, m.start("p")))
+    if not verbs:
+        return False
+    between = ctx.text[verbs[-1].end(): m.start("p")]
+    return not any(w.group().lower() not in _NOT_PAST for w in _PAST_MARKERS.finditer(between))
+
+
 def _reading(m: re.Match, ctx: _Context) -> Optional[str]:
     """'past', 'future' or None (not past: the nearest occurrence) for a date without a year."""
     if _since(m, ctx):
         return "past"
-    if _target(m, ctx):
+    if _target(m, ctx) or _arranged(m, ctx):
         return "future"
     return _tense(ctx, m.start(), m.end())
 

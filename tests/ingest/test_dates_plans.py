@@ -264,3 +264,12 @@ def test_a_weekday_with_a_day_of_the_month_is_the_month_where_they_agree(text, w
 ])
 def test_holidays_and_ordinal_ranges(text, when, expected):
     assert annotate(text, when) == expected
+
+
+def test_a_date_after_a_verb_of_arranging_lies_ahead() -> None:
+    said = datetime(2025, 10, 28, 19, 0)
+    assert annotate("had to cancel Cornwall. rebooked the same place for Easter instead, 4 to 11 April", said) == (
+        "had to cancel Cornwall. rebooked the same place for Easter instead, 4 to 11 April [4–11 April 2026]")
+    # another past verb after the arranging one: the date is what happened
+    assert annotate("I booked the cottage and we stayed 4 to 11 April", said) == (
+        "I booked the cottage and we stayed 4 to 11 April [4–11 April 2025]")
