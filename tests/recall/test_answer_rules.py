@@ -156,3 +156,19 @@ def test_a_suggestion_for_someone_else_keeps_their_facts_not_the_askers() -> Non
     facts.append(Evidence(-1_000_005, "maya — gift budget: about 50 pounds a gift (identity)", "2025-02-22", kind="profile"))
     assert [e.note_id for e in profile_for("What gift should I buy for Ana?", facts)] == [-1_000_003, -1_000_004, -1_000_005]
     assert len(profile_for("Plan me a nice Saturday morning.", facts)) == 5  # a day is not a person
+
+
+def test_a_day_of_the_week_question_answered_with_a_date_gets_its_weekday_in_code() -> None:
+    from edgemem.recall import answer as answer_agent
+
+    ev = [Evidence(1, "Nina's wedding is in Seville, 13 September [13 September 2025]", "2025-02-03T10:00:00")]
+    context = "(3 February 2025, Maya) Nina's wedding is in Seville, 13 September [13 September 2025]"
+    streamed: list[str] = []
+    drafted = answer_agent.answer(ScriptedLLM(["13 September"]), "temporal-reasoning",
+                                  "What day of the week is Nina's wedding on?", context, ev, on_token=streamed.append)
+    assert drafted.text == "13 September (a Saturday)"
+    assert "".join(streamed) == "13 September (a Saturday)"
+    # a weekday already given, two dates, or no weekday asked: left as the model wrote it
+    assert answer_agent.weekday_of("What day of the week is it?", "Saturday, 13 September", context) == ""
+    assert answer_agent.weekday_of("What day of the week is it?", "2 June 2026 or 3 June 2026", "") == ""
+    assert answer_agent.weekday_of("When is Nina's wedding?", "13 September", context) == ""
