@@ -218,6 +218,14 @@ def run(
             trace["pipeline_tokens"] = _pipeline_tokens(stages)
             trace["total_ms"] = _ms(start)
             return Outcome(text, cited, trace)
+        if attempt == 0 and verdict.reason == "other_owner" and validator.names_someone(question, packed.text):
+            # The notes say it of someone other than the person asked about: the question's premise is
+            # someone else's (LoCoMo's adversarial questions swap the speaker). A retry with wider
+            # retrieval only gives the model a second chance to paraphrase past the check. Measured on
+            # LoCoMo's tune conversations (150-question sample): 7 of the 8 first answers refused so
+            # were to adversarial questions, and the eighth scored F1 0 after its retry.
+            trace["owner_refused"] = True
+            break
         if attempt == 0:
             owner_strict = verdict.reason == "other_owner"
             tag = ESCALATION[tag]
@@ -228,7 +236,7 @@ def run(
     trace["pipeline_tokens"] = _pipeline_tokens(stages)
     trace["total_ms"] = _ms(start)
     reset()
-    if computed is not None:
+    if computed is not None and not trace.get("owner_refused"):
         # Both attempts failed, but Tier 3 read the answer off the notes ("how has my weight
         # changed?": each reading with its date): that, citing the notes it comes from, not "not found".
         text, cited = computed
@@ -236,7 +244,7 @@ def run(
         if on_token:
             on_token(text)
         return Outcome(text, cited, trace)
-    trace.update(verdict="abstain", escalated=True, final_tag=tag)
+    trace.update(verdict="abstain", escalated=not trace.get("owner_refused"), final_tag=tag)
     if on_token:
         on_token(ABSTAIN)
     return Outcome(ABSTAIN, [], trace)  # an abstention cites nothing; the trace keeps what was seen

@@ -279,6 +279,13 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
     return None
 
 
+def names_someone(question: str, context: str) -> bool:
+    """The question asks about a named person (not the user): "What setback did Caroline face?"."""
+    speakers = {line.speaker for line in (_parse(x) for x in context.splitlines() if x.strip()) if line.speaker}
+    owner = owner_of(question, speakers)
+    return owner is not None and owner.name is not None
+
+
 def wrong_owner(question: str, answer: str, context: str) -> bool:
     """True when the context gives the answer to someone other than the one asked about
     (:func:`ownership` says why)."""
