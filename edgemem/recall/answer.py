@@ -278,16 +278,34 @@ def _minutes(m: re.Match[str]) -> int:
     return (hour + (12 if m.group(3).lower() == "p" else 0)) * 60 + minute
 
 
+# A bare hour after a bound ("no meetings before 9", "nothing after 7"): the working-day reading, a
+# morning hour for 5-11 before a bound word and an afternoon or evening one otherwise.
+_BARE_BOUND = re.compile(
+    r"\b(before|earlier\s+than|until|till|after|later\s+than|past)\s+(?:about\s+)?(\d{1,2})(?::(\d{2}))?"
+    r"(?!\s*(?:[ap]\.?m\b|[:.]?\d|%|st\b|nd\b|rd\b|th\b|\s*(?:minutes?|mins?|hours?|days?|weeks?|months?|years?|k\b|km|miles?|kg|lbs?)))",
+    re.IGNORECASE,
+)
+
+
 def _clock(text: str) -> tuple[list[int], list[tuple[str, int]]]:
     """Clock times of a text: plain ones, and bounded ones ("before 10am" → ("before", 600))."""
     plain, bounded = [], []
+
+    def side(word: str) -> str:
+        return "before" if word.lower().startswith(("before", "earlier", "until", "till")) else "after"
+
     for m in _CLOCK.finditer(text):
         bound = _BOUND.search(text[: m.start()])
         if bound:
-            word = bound.group(1).lower()
-            bounded.append(("before" if word.startswith(("before", "earlier", "until", "till")) else "after", _minutes(m)))
+            bounded.append((side(bound.group(1)), _minutes(m)))
         else:
             plain.append(_minutes(m))
+    for m in _BARE_BOUND.finditer(text):
+        hour, minute = int(m.group(2)), int(m.group(3) or 0)
+        if not 1 <= hour <= 12:
+            continue
+        morning = side(m.group(1)) == "before" and 5 <= hour <= 11
+        bounded.append((side(m.group(1)), (hour % 12 + (0 if morning else 12)) * 60 + minute))
     return plain, bounded
 
 
@@ -310,15 +328,35 @@ def _rule_sentences(items: Sequence[Evidence]) -> list[tuple[Evidence, str, str]
     out = []
     ordered = sorted(items, key=lambda e: (e.kind == "profile", e.kind == "summary"))
     for item in ordered:
-        if item.kind == "summary":
-            continue  # computed facts ("No always/never rule ... was found") are not rules
+        if item.kind == "summary" or item.stale:
+            continue  # computed facts ("No always/never rule ... was found") and superseded rules
         text = _quoted(item, item.text) if item.kind == "profile" else item.text
         for sentence in _SENTENCES.split(text.strip()):
-            if _PROHIBIT.search(sentence):
+            if _prohibits(sentence):
                 out.append((item, sentence, "prohibit"))
             elif _ONLY.search(sentence):
                 out.append((item, sentence, "only"))
     return out
+
+
+# "no" before a word that makes an idiom, not a prohibition: "no time with the move", "no idea".
+_NO_IDIOM = re.compile(r"\bno\s+(?:time|idea|way|one|clue|doubt|problem|problems|worries|rush|matter|wonder|joke)\b",
+                       re.IGNORECASE)
+_EMOTIVE = re.compile(r"\b(?:hate|hates|dislike|dislikes)\b", re.IGNORECASE)
+_THIRD_PERSON = re.compile(r"\b(?:he|she|they|he['’]ll|she['’]ll|they['’]ll|he['’]s|she['’]s|they['’]re)\b", re.IGNORECASE)
+
+
+def _prohibits(sentence: str) -> bool:
+    """Prohibiting language in ``sentence``: not an idiom ("no time"), and a dislike that is not
+    someone else's feeling reported ("he'll pretend to hate it")."""
+    found = [m for m in _PROHIBIT.finditer(sentence)
+             if not (m.group().lower() == "no" and _NO_IDIOM.match(sentence, m.start()))]
+    if not found:
+        return False
+    if all(_EMOTIVE.fullmatch(m.group()) for m in found):
+        before = sentence[: found[0].start()]
+        return _THIRD_PERSON.search(before) is None
+    return True
 
 
 def _applies(question: str, sentence: str) -> str | None:

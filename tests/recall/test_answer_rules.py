@@ -172,3 +172,26 @@ def test_a_day_of_the_week_question_answered_with_a_date_gets_its_weekday_in_cod
     assert answer_agent.weekday_of("What day of the week is it?", "Saturday, 13 September", context) == ""
     assert answer_agent.weekday_of("What day of the week is it?", "2 June 2026 or 3 June 2026", "") == ""
     assert answer_agent.weekday_of("When is Nina's wedding?", "13 September", context) == ""
+
+
+def test_a_bare_hour_after_before_or_after_is_a_clock_time_in_a_rule() -> None:
+    ev = [Evidence(1, "new thing for me: no meetings before 9.", "2025-10-01T09:00:00")]
+    context = "(1 October 2025) new thing for me: no meetings before 9."
+    early = rule_verdict("Can we do the planning meeting on Tuesday at 8am?", ev, context)
+    assert early is not None and early.text == "No — new thing for me: no meetings before 9."
+    late = rule_verdict("Can we do the planning meeting on Tuesday at 5pm?", ev, context)
+    assert late is not None and late.decision == "yes"  # 5pm is not before 9am
+
+
+def test_an_idiom_or_someone_elses_dislike_is_no_rule() -> None:
+    ev = [Evidence(1, "I'm dropping Portuguese classes for now, no time with the move", "2026-04-08T09:00:00"),
+          Evidence(2, "got Sam a new pair of running shoes for his birthday, he'll pretend to hate it", "2026-04-09T09:00:00")]
+    context = "\n".join(f"(8 April 2026, Priya) {e.text}" for e in ev)
+    assert rule_verdict("Kwame wants to move the team sync to Friday. OK with me?", ev, context) is None
+    assert rule_verdict("Leah wants a birthday brunch on Sunday. Can I?", ev, context) is None
+
+
+def test_a_superseded_rule_decides_nothing() -> None:
+    old = Evidence(1, "hard rule: no work calls after 6pm.", "2026-01-11T09:00:00", stale=True, superseded_by=2)
+    context = "(11 January 2026, Priya) hard rule: no work calls after 6pm."
+    assert rule_verdict("A client asked for a 6:30pm call on Thursday. Can I take it?", [old], context) is None
