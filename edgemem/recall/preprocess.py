@@ -171,6 +171,18 @@ def _describe(question: str, a: date, b: date) -> str:
     return describe_days(a, b)
 
 
+def _span_length(question: str, first: date, last: date) -> str:
+    """A stay or a stretch of days, in the unit asked: "5 nights"; "6 days counting both ends (5
+    nights)" (a stay of 23 to 27 December is five days with someone, four nights); "5 weeks and 4
+    days (39 days), 40 counting both ends"."""
+    nights = (last - first).days
+    if re.search(r"\bnights?\b", question, re.IGNORECASE):
+        return f"{nights} night{'s' if nights != 1 else ''}"
+    if re.search(r"\bdays?\b", question, re.IGNORECASE):
+        return f"{nights + 1} days counting both ends ({nights} night{'s' if nights != 1 else ''})"
+    return f"{_describe(question, first, last)}, {nights + 1} days counting both ends"
+
+
 def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | None = None,
              supersedes: Mapping[int, int] | None = None) -> Prepared:
     """Chronological sort plus date math between the question's anchors (A.2 Date Math Calculator).
@@ -221,9 +233,9 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         # "How long do the exams last, first to last?": one event written as a range ("11 May to 19 June").
         span = spans[0]
         if span.end > span.start:
-            length = _describe(question, span.start, span.end)
+            length = _span_length(question, span.start, span.end)
             facts.append(f"{span.label}, first day to last: {length}")
-            direct = (f"{length[0].upper()}{length[1:]}, first day to last ({span.label})", cites)
+            direct = (f"{length[0].upper()}{length[1:]} ({span.label})", cites)
     if len(found) == 1 and spans and _WEEKDAY_ASKED.search(question) and spans[0].start == spans[0].end:
         # Only a fact: the question's one anchor is the whole question, so the line it grounds to
         # may be a neighbour's ("Mum's in Rosewood House", said 9 September, for "Mum's 80th").
@@ -231,7 +243,7 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
     return Prepared("temporal-reasoning", ordered, facts, direct=direct)
 
 
-_ASKS_PLAN = re.compile(r"^\s*(?:when(?:['’]s|\s+(?:is|are|will|am))|what\s+(?:date|day|time)\s+(?:is|are|will))\b",
+_ASKS_PLAN = re.compile(r"^\s*(?:when(?:['’]s|\s+(?:is|are|will|am|do|does))|what\s+(?:date|day|time)\s+(?:is|are|will|do|does))\b",
                         re.IGNORECASE)
 # "How many days between A and B?", "How long was it from A to B?": the distance is the answer.
 _BETWEEN = re.compile(r"\bhow\s+(?:many\s+(?:days|weeks|months)|long)\b.*\b(?:between|from)\b", re.IGNORECASE)

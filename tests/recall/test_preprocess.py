@@ -372,9 +372,15 @@ def test_temporal_gives_the_length_of_a_range_and_the_weekday_of_a_day() -> None
     party = ev(2, "Mum's 80th is on 2 June [2 June 2026] at Rosewood", "2026-03-01T10:05:00", "Tom",
                dates=[{"start": "2026-06-02", "end": "2026-06-02", "label": "2 June 2026"}])
     assert temporal("How long do Ella's GCSEs last, first exam to last?", [exams, party]).facts == [
-        "11 May–19 June 2026, first day to last: 39 days"]
+        "11 May–19 June 2026, first day to last: 39 days, 40 days counting both ends"]
     assert temporal("How many weeks do Ella's GCSEs last?", [exams]).facts == [
-        "11 May–19 June 2026, first day to last: 5 weeks and 4 days (39 days)"]
+        "11 May–19 June 2026, first day to last: 5 weeks and 4 days (39 days), 40 days counting both ends"]
+    stay = ev(3, "Mila is with me 23 to 27 December [23–27 December 2025]", "2025-11-20T10:00:00", "Jonas",
+              dates=[{"start": "2025-12-23", "end": "2025-12-27", "label": "23–27 December 2025"}])
+    assert temporal("How many days is Mila with me over Christmas?", [stay]).direct[0] == (
+        "5 days counting both ends (4 nights) (23–27 December 2025)")
+    assert temporal("How many nights is Mila with me over Christmas?", [stay]).direct[0] == (
+        "4 nights (23–27 December 2025)")
     assert temporal("What day of the week is Mum's 80th?", [exams, party]).facts == ["2 June 2026 is a Tuesday"]
     assert temporal("When is Mum's 80th?", [exams, party]).facts == []
 
