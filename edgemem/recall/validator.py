@@ -79,6 +79,7 @@ _WHOSE = re.compile(r"\bwhose\b", re.IGNORECASE)
 _QUOTED_HEADER = re.compile(r"\(\d{1,2} [A-Z][a-z]+ \d{4}, [^)]+\)")
 _WHO = re.compile(r"\b(?:who|whom|whose)\b", re.IGNORECASE)
 _USER_SPEAKERS = frozenset({"user", "me", "i", "myself"})
+_OWN_NAME = re.compile(r"\bmy\s+(?:\w+\s+)?(?:name|nickname|surname|username)\b", re.IGNORECASE)  # the asker's own
 _ASKER_NAME = re.compile(r"^user\b[^:]*\bname\b[^:]*:\s*(.+?)\s*\(\w+\)\s*$", re.IGNORECASE)
 
 
@@ -221,12 +222,15 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
     if owner is not None and answer_words:
         if owner.name and answer_words <= {t for t in tokens(owner.name)}:
             return "answer_is_owner"
-        if owner.whose:
+        if owner.whose or (owner.name is None and owner.possessive and not _OWN_NAME.search(question)):
+            # "Whose is it?" or "Who's my manager?" is not answered by the asker's own name.
             asker = set()
             for line in lines:
                 m = _ASKER_NAME.match(line.body)
                 if m:
                     asker |= set(tokens(m.group(1)))
+            if not owner.whose:  # in a chat, the user's speaker label is their name
+                asker |= {t for label in _user_labels(lines) - _USER_SPEAKERS for t in tokens(label)}
             if asker and answer_words <= asker:
                 return "answer_is_asker"
     if owner is not None and owner.name and not _WHO.search(question):

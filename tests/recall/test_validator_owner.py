@@ -191,3 +191,11 @@ def test_an_answer_about_me_given_to_someone_else_gets_its_retry(settings, embed
         assert "answer1" in stages and not out.trace.get("owner_refused")
     finally:
         eng.close()
+
+
+def test_my_thing_is_not_answered_by_my_own_name() -> None:
+    chat = ("(11 January 2026, Priya) hi, I'm Priya. my new manager at Maplewave is Kwame\n"
+            "(11 January 2026, Assistant) Noted, Priya.")
+    assert ownership("Who's my manager at Maplewave?", "Priya", chat) == "answer_is_asker"
+    assert ownership("Who's my manager at Maplewave?", "Kwame", chat) is None
+    assert ownership("What is my name?", "Priya", chat) is None
