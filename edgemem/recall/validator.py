@@ -164,6 +164,26 @@ def owner_of(question: str, speakers: set[str] = frozenset()) -> Owner | None:
     return None
 
 
+def _thing_words(question: str, name: str) -> set[str]:
+    """The words naming what of ``name``'s is asked ("Sue's last HbA1c" → last, hba1c): up to three
+    after the possessive, to the first function word."""
+    m = re.search(rf"\b{re.escape(name)}['’]s\s+((?:[\w\-]+\s*){{1,3}})", question)
+    if not m:
+        return set()
+    words = []
+    for word in m.group(1).split():
+        if word.lower() in STOPWORDS:
+            break
+        words.append(word)
+    return terms(" ".join(words))
+
+
+def _mentions(text: str, wanted: set[str]) -> bool:
+    """Some word of ``text`` is one of ``wanted`` or shares its first four letters ("opens", "opening")."""
+    have = terms(text)
+    return bool(have & wanted) or any(len(w) >= 4 and h[:4] == w[:4] for w in wanted for h in have)
+
+
 def _names(line: _Line, name: str) -> bool:
     """The line is about ``name``: said by them, or naming them other than as the one spoken to
     ("Wow, Caroline!" and "Thanks, Melanie!" address the listener; they do not give them anything)."""
@@ -273,6 +293,12 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
                     break  # a name only mentioned in the question: a note without a speaker may be theirs
             else:
                 return "other_owner"
+    if holding and owner is not None and owner.name is not None and re.search(r"\d", answer):
+        # "When is Theo's birthday?" answered "8 August" from "Theo's wedding is on 8 August": a date
+        # or number is the asked thing's only when its line names that thing.
+        thing = _thing_words(question, owner.name)
+        if thing and not any(_mentions(line.text, thing) for line in holding):
+            return "off_thing"
     asked = terms(question)
     words = terms(answer)
     if words & asked:  # the answer carries a question word: is its line about anything else asked?

@@ -199,3 +199,11 @@ def test_my_thing_is_not_answered_by_my_own_name() -> None:
     assert ownership("Who's my manager at Maplewave?", "Priya", chat) == "answer_is_asker"
     assert ownership("Who's my manager at Maplewave?", "Kwame", chat) is None
     assert ownership("What is my name?", "Priya", chat) is None
+
+
+def test_a_date_for_someones_thing_must_come_from_a_line_naming_that_thing() -> None:
+    notes = ("(20 May 2026, Priya) Theo's wedding in Halifax on August 8 [8 August 2026]\n"
+             "(21 May 2026, Priya) Sue's HbA1c came back at 6.1")
+    assert ownership("When is Theo's birthday?", "8 August 2026", notes) == "off_thing"
+    assert ownership("When is Theo's wedding?", "8 August 2026", notes) is None
+    assert ownership("What was Sue's last HbA1c?", "6.1", notes) is None
