@@ -533,6 +533,9 @@ def total_answer(question: str, evidence: Sequence[Evidence]) -> tuple[str, list
     if not m or m.group(1).lower() in _COUNT_NOISE or not is_counting(question):
         return None
     told = [e for e in evidence if (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS]
+    names, _ = _tracked(question)
+    if names:  # "How many sessions has Birte done?": only the lines Birte said or that name her
+        told = [e for e in told if (terms(e.text) | terms(e.speaker or "")) & names]
     found = count_occurrences(m.group(1).lower(), told)
     fact = _total(question, m.group(1), found)
     if fact is None:

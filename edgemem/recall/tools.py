@@ -641,6 +641,13 @@ def _line(item: Evidence | str, note_id: int, match: re.Match, term: str, proper
         if token.isdigit() or token in _NUMBER_WORDS:
             quantity = int(token) if token.isdigit() else _NUMBER_WORDS[token]
             break
+    if quantity is None:  # "bouldering twice last week", "swam three times": how often, after the word
+        often = _HOW_OFTEN.match(plain, match.end())
+        if often and often.group(1):
+            quantity = _TIMES[often.group(1).lower()]
+        elif often:
+            word = often.group(2).lower()
+            quantity = int(word) if word.isdigit() else _NUMBER_WORDS[word]
     words = re.sub(r"\s+([,;:])", r"\1", " ".join(plain[lo:hi].split())).strip(" .!?").split()
     return _Line(
         note_id, said, start, end, label, bool(stored),
@@ -651,6 +658,9 @@ def _line(item: Evidence | str, note_id: int, match: re.Match, term: str, proper
     )
 
 
+_TIMES = {"once": 1, "twice": 2, "thrice": 3}
+_HOW_OFTEN = re.compile(r"\s+(?:[a-z]+\s+)?(?:(once|twice|thrice)\b|(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+times\b)",
+                        re.IGNORECASE)
 # "had three trout", "two more trout", "a 4lb rainbow trout": a count written at most this many words
 # before the counted word ("4lb" is a weight, not a count).
 _QUANTITY_WINDOW = 3

@@ -502,3 +502,18 @@ def test_an_overview_with_no_line_tying_the_name_to_the_topic_is_left_to_the_mod
              Evidence(4, "Melanie: took the kids camping", "2023-07-12T10:00:00", speaker="Melanie")]
     assert digest("What are some changes Melanie has faced during her transition?", lines) is None
     assert digest("What are some changes Caroline has faced during her transition?", lines) is not None
+
+
+def test_a_count_takes_how_often_a_line_says_it_happened_and_only_the_named_persons_lines() -> None:
+    sessions = [
+        Evidence(1, "bouldering Sunday, first V4 since the knee", "2025-07-15T21:00:00", speaker="Jonas", session="s1"),
+        Evidence(2, "bouldering twice last week [week of 1 September 2025], Tuesday and Saturday", "2025-09-09T21:00:00",
+                 speaker="Jonas", session="s2",
+                 dates=[{"start": "2025-09-01", "end": "2025-09-07", "label": "week of 1 September 2025"}]),
+        Evidence(3, "Birte came bouldering with us on Saturday [20 December 2025]", "2025-12-22T20:00:00",
+                 speaker="Jonas", session="s3", dates=[day("2025-12-20", "20 December 2025")]),
+    ]
+    assert timeline("How many bouldering sessions have I had?", sessions).direct == (
+        "4 bouldering in total: 1 (15 July 2025) + 2 (week of 1 September 2025) + 1 (20 December 2025)", [1, 2, 3])
+    # Birte's own count is one line, with no number above one in it: no total to give
+    assert timeline("How many bouldering sessions has Birte done?", sessions).direct is None
