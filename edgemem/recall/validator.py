@@ -79,6 +79,7 @@ _WHOSE = re.compile(r"\bwhose\b", re.IGNORECASE)
 _QUOTED_HEADER = re.compile(r"\(\d{1,2} [A-Z][a-z]+ \d{4}, [^)]+\)")
 _WHO = re.compile(r"\b(?:who|whom|whose)\b", re.IGNORECASE)
 _USER_SPEAKERS = frozenset({"user", "me", "i", "myself"})
+_BARE_YES_NO = re.compile(r"^\W*(?:yes|no)\W*$", re.IGNORECASE)
 _OWN_NAME = re.compile(r"\bmy\s+(?:\w+\s+)?(?:name|nickname|surname|username)\b", re.IGNORECASE)  # the asker's own
 _ASKER_NAME = re.compile(r"^user\b[^:]*\bname\b[^:]*:\s*(.+?)\s*\(\w+\)\s*$", re.IGNORECASE)
 
@@ -239,6 +240,14 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
     speakers = {line.speaker for line in lines if line.speaker}
     owner = owner_of(question, speakers)
     answer_words = _answer_words(answer)
+    if _BARE_YES_NO.match(answer) and any(line.header for line in lines):
+        # "Did Ines change her phone number too?" → "Yes": a bare yes or no about someone named
+        # needs a line that names them and shares something else with the question.
+        named = [w for w in re.findall(r"(?<=\s)[A-Z][a-z][\w\-]*", question) if w.lower() not in _USER_SPEAKERS]
+        for name in named:
+            rest = terms(question) - terms(name)
+            if not any(_names(line, name) and terms(line.body) & rest for line in lines):
+                return "unheld"
     if owner is not None and answer_words:
         if owner.name and answer_words <= {t for t in tokens(owner.name)}:
             return "answer_is_owner"

@@ -207,3 +207,13 @@ def test_a_date_for_someones_thing_must_come_from_a_line_naming_that_thing() -> 
     assert ownership("When is Theo's birthday?", "8 August 2026", notes) == "off_thing"
     assert ownership("When is Theo's wedding?", "8 August 2026", notes) is None
     assert ownership("What was Sue's last HbA1c?", "6.1", notes) is None
+
+
+def test_a_bare_yes_about_someone_named_needs_a_line_about_them_and_the_thing() -> None:
+    notes = ("(3 February 2025, Maya) my number if you ever need it for forms: 07700 900118\n"
+             "(14 June 2025, Maya) also new number, the old one's cancelled: 07700 900412\n"
+             "(1 October 2025, Maya) the Clinic Finder app is Ines's, not mine")
+    assert ownership("Did Ines change her phone number too?", "YES", notes) == "unheld"
+    assert ownership("Did I change my phone number?", "Yes", notes) is None
+    told = notes + "\n(2 October 2025, Maya) Ines got a new number as well"
+    assert ownership("Did Ines change her phone number too?", "Yes", told) is None
