@@ -270,6 +270,14 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
         if (other and other.lower() != owner.name.lower() and other in speakers
                 and not re.search(rf"\b{re.escape(owner.name)}\b", answer, re.IGNORECASE)):
             return "other_owner"
+    bare = re.findall(r"\d+(?:[.:]\d+)?", answer) if not answer_words else []
+    if owner is not None and owner.name and owner.possessive and len(bare) == 1:
+        # "What was Sue's last HbA1c?" → "47": a bare number is nobody's in particular, but one that
+        # only lines about someone else write ("HbA1c 47", Tom's) is theirs, not Sue's.
+        quoting = [line for line in lines if re.search(rf"(?<![\d.:]){re.escape(bare[0])}(?!\d|[.:]\d)", line.body)
+                   and line.header and (line.header.strip().lower() != "computed" or _QUOTED_HEADER.search(line.body))]
+        if quoting and not any(_names(line, owner.name) for line in quoting):
+            return "other_owner"
     # "Karen's husband is Janet.": the line about Janet holds the answer, not every line naming Karen.
     restated = frozenset(tokens(owner.name)) if owner is not None and owner.name else frozenset()
     holding = _holding(answer, lines, restated)

@@ -217,3 +217,12 @@ def test_a_bare_yes_about_someone_named_needs_a_line_about_them_and_the_thing() 
     assert ownership("Did I change my phone number?", "Yes", notes) is None
     told = notes + "\n(2 October 2025, Maya) Ines got a new number as well"
     assert ownership("Did Ines change her phone number too?", "Yes", told) is None
+
+
+def test_a_bare_number_only_someone_elses_lines_write_is_theirs() -> None:
+    notes = ("(17 March 2026, Tom) bloods again: HbA1c 47. Janet says under 48 is remission range\n"
+             "(17 March 2026, Assistant) That's excellent news, 47.\n"
+             "(20 March 2026, Tom) Sue's book club meets at ours on the first Monday")
+    assert ownership("What was Sue's last HbA1c?", "47", notes) == "other_owner"
+    assert ownership("What was Tom's last HbA1c?", "47", notes) is None
+    assert ownership("What was Sue's last HbA1c?", "52", notes) is None  # no line writes it: worked out
