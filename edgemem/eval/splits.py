@@ -12,7 +12,10 @@ LoCoMo: ``conv-26`` and ``conv-30`` were already used for tuning in earlier work
 only be *tune*; ``conv-41`` joins them. ``conv-42``, ``conv-43`` and ``conv-44`` are *check*.
 The personal set (``eval/data/personal.json``): two personas tune, two check. The check personas
 were read while tuning in the fifth session, so two fresh ones (``eval/data/personal-fresh.json``,
-written with their keys by a helper that saw no edgemem code) are check as well.
+written with their keys by a helper that saw no edgemem code) are check as well. The eleventh
+session read Priya's and Jonas's answers again and fitted rule, count and ownership changes on
+them: they keep the label ``check`` so earlier runs stay comparable, but only the fresh personas
+(Ines, Kwame) are a check nothing was tuned on.
 """
 
 from __future__ import annotations
