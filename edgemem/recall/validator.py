@@ -165,6 +165,11 @@ def owner_of(question: str, speakers: set[str] = frozenset()) -> Owner | None:
     return None
 
 
+def _proper(name: str | None) -> bool:
+    """A person's name ("Theo", "Mum"), not a relation written as a common noun ("my sister's")."""
+    return bool(name) and name[0].isupper()
+
+
 def _thing_words(question: str, name: str) -> set[str]:
     """The words naming what of ``name``'s is asked ("Sue's last HbA1c" → last, hba1c): up to three
     after the possessive, to the first function word."""
@@ -271,7 +276,7 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
                 and not re.search(rf"\b{re.escape(owner.name)}\b", answer, re.IGNORECASE)):
             return "other_owner"
     bare = re.findall(r"\d+(?:[.:]\d+)?", answer) if not answer_words else []
-    if owner is not None and owner.name and owner.possessive and len(bare) == 1:
+    if owner is not None and _proper(owner.name) and owner.possessive and len(bare) == 1:
         # "What was Sue's last HbA1c?" → "47": a bare number is nobody's in particular, but one that
         # only lines about someone else write ("HbA1c 47", Tom's) is theirs, not Sue's.
         quoting = [line for line in lines if re.search(rf"(?<![\d.:]){re.escape(bare[0])}(?!\d|[.:]\d)", line.body)
@@ -310,7 +315,7 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
                     break  # a name only mentioned in the question: a note without a speaker may be theirs
             else:
                 return "other_owner"
-    if holding and owner is not None and owner.name is not None and re.search(r"\d", answer):
+    if holding and owner is not None and _proper(owner.name) and re.search(r"\d", answer):
         # "When is Theo's birthday?" answered "8 August" from "Theo's wedding is on 8 August": a date
         # or number is the asked thing's only when its line names that thing.
         thing = _thing_words(question, owner.name)
@@ -330,7 +335,7 @@ def names_someone(question: str, context: str) -> bool:
     """The question asks about a named person (not the user): "What setback did Caroline face?"."""
     speakers = {line.speaker for line in (_parse(x) for x in context.splitlines() if x.strip()) if line.speaker}
     owner = owner_of(question, speakers)
-    return owner is not None and owner.name is not None
+    return owner is not None and _proper(owner.name)
 
 
 def wrong_owner(question: str, answer: str, context: str) -> bool:

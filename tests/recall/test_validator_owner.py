@@ -6,7 +6,7 @@ from __future__ import annotations
 from edgemem.engine import Engine
 from edgemem.recall import pipeline
 from edgemem.recall.pipeline import ABSTAIN
-from edgemem.recall.validator import owner_of, ownership, validate
+from edgemem.recall.validator import names_someone, owner_of, ownership, validate
 from edgemem.runtime.fake import ScriptedLLM
 from recall_fakes import FixedRouter
 
@@ -226,3 +226,9 @@ def test_a_bare_number_only_someone_elses_lines_write_is_theirs() -> None:
     assert ownership("What was Sue's last HbA1c?", "47", notes) == "other_owner"
     assert ownership("What was Tom's last HbA1c?", "47", notes) is None
     assert ownership("What was Sue's last HbA1c?", "52", notes) is None  # no line writes it: worked out
+
+
+def test_a_relation_written_as_a_common_noun_is_no_named_owner() -> None:
+    notes = "(22 February 2025, Maya) my sister is getting married in Seville, 13 September [13 September 2025]"
+    assert ownership("When is my sister's wedding?", "13 September", notes) is None
+    assert not names_someone("When is my sister's wedding?", notes)
