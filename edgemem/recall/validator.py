@@ -224,7 +224,10 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
     """Why the answer belongs to someone other than the owner the question names, or None.
 
     * the answer is the owner itself ("Biscuit" for "Biscuit's vet"), or the asker's own name for a
-      "whose X" question;
+      "whose X" or "my X" question (not "my name");
+    * a bare yes or no about a capitalised name no line ties to the rest of the question ("unheld");
+    * a bare number that only lines about someone other than the named owner write ("other_owner");
+    * a date or number for a named owner's thing whose lines never name the thing ("off_thing");
     * every context line holding the answer is about someone else: for a named owner, no such line is
       said by them or names them; for the user ("my project", "am I"), none is the user's own line
       (a remembered note, the user's speaker label, a profile fact about the user);
