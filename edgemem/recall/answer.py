@@ -7,7 +7,6 @@ not streamed past its ``TOOL:`` line (the user sees answers, not tool syntax).
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ from datetime import date
 from typing import Any
 
 from edgemem import prompts
-from edgemem.text import MONTH_NAMES
+from edgemem.text import MONTH_NAMES, day_label
 from edgemem.recall import tools
 from edgemem.recall.evidence import Evidence, parse_iso_day, supporting, terms
 from edgemem.recall.limits import Limit, amounts, asked_amount, limits
@@ -126,7 +125,7 @@ def answer(llm: Any, tag: str, question: str, context: str, evidence: Sequence[E
         if call is None or out.rounds >= tools.MAX_TOOL_ROUNDS:
             stream.flush()
             out.text = without_verdict(question, _strip_tool_lines(result.text).strip())
-            weekday = weekday_of(question, out.text, context)
+            weekday = weekday_of(question, out.text, evidence, context)
             if weekday:  # "What day of the week is Mum's 80th?" answered "2 June 2026": its weekday, in code
                 out.text += weekday
                 if on_token is not None:
@@ -156,30 +155,18 @@ def without_verdict(question: str, text: str) -> str:
 
 
 _ASKS_WEEKDAY = re.compile(r"\b(?:day\s+of\s+the\s+week|what\s+weekday|which\s+weekday)\b", re.IGNORECASE)
-_MONTHS = "|".join(MONTH_NAMES)
-_DATE_DM = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+({_MONTHS})\b(?:,?\s+((?:19|20)\d\d))?", re.IGNORECASE)
-_DATE_MD = re.compile(rf"\b({_MONTHS})\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+((?:19|20)\d\d))?", re.IGNORECASE)
-
-
-def _dates_written(text: str) -> list[tuple[int, int, int | None]]:
-    """(day, month, year or None) of each date written out in ``text`` ("2 June 2026", "June 2")."""
-    found = [(int(d), MONTH_NAMES.index(m.capitalize()) + 1, int(y) if y else None) for d, m, y in _DATE_DM.findall(text)]
-    found += [(int(d), MONTH_NAMES.index(m.capitalize()) + 1, int(y) if y else None) for m, d, y in _DATE_MD.findall(text)]
-    return found
-
-
-def weekday_of(question: str, text: str, context: str) -> str:
-    """" (a Tuesday)" for an answer to "what day of the week" that gives one date and no weekday; the
-    year, when the answer leaves it out, from the notes' resolved dates ("[13 September 2025]")."""
+def weekday_of(question: str, text: str, evidence: Sequence[Evidence], context: str) -> str:
+    """" (a Tuesday)" for an answer to "what day of the week" that gives one day and no weekday: a
+    full date the answer writes (:func:`tools.dates_in_text`), else the day the notes state
+    (:func:`tools.known_days`, the context's labels) whose day and month the answer writes
+    ("13 September" → 13 September 2025)."""
     if not _ASKS_WEEKDAY.search(question) or _DAY_WORD.search(text):
         return ""
-    days = set()
-    for day_number, month, year in _dates_written(text):
-        years = {year} if year else {y for d, m, y in _dates_written(" ".join(re.findall(r"\[([^\]]+)\]", context)))
-                                     if (d, m) == (day_number, month) and y}
-        for y in years:
-            with contextlib.suppress(ValueError):
-                days.add(date(y, month, day_number))
+    days = {a for _, a, b, _ in tools.dates_in_text(text) if a == b}
+    if not days:
+        stated = tools.known_days(evidence) | {a for _, a, b, _ in tools.dates_in_text(context) if a == b}
+        days = {d for d in stated
+                if re.search(rf"\b(?:{day_label(d, year=False)}|{MONTH_NAMES[d.month - 1]} {d.day})\b", text, re.IGNORECASE)}
     if len(days) != 1:
         return ""
     return f" (a {days.pop().strftime('%A')})"

@@ -658,15 +658,18 @@ def _line(item: Evidence | str, note_id: int, match: re.Match, term: str, proper
     )
 
 
-_TIMES = {"once": 1, "twice": 2, "thrice": 3}
-_HOW_OFTEN = re.compile(r"\s+(?:[a-z]+\s+)?(?:(once|twice|thrice)\b|(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+times\b)",
-                        re.IGNORECASE)
 # "had three trout", "two more trout", "a 4lb rainbow trout": a count written at most this many words
 # before the counted word ("4lb" is a weight, not a count).
 _QUANTITY_WINDOW = 3
 _NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split())} | {"a": 1, "an": 1, "no": 0, "couple": 2, "pair": 2}
+# "bouldering twice last week", "swam three times": how often, written after the counted word.
+_TIMES = {"once": 1, "twice": 2, "thrice": 3}
+_HOW_OFTEN = re.compile(
+    rf"\s+(?:[a-z]+\s+)?(?:({'|'.join(_TIMES)})\b|(\d+|{'|'.join(w for w in _NUMBER_WORDS if len(w) > 2)})\s+times\b)",
+    re.IGNORECASE,
+)
 
 
 # Two lines tell of the same event when they share at least this much of what they say besides the

@@ -169,9 +169,11 @@ def test_a_day_of_the_week_question_answered_with_a_date_gets_its_weekday_in_cod
     assert drafted.text == "13 September (a Saturday)"
     assert "".join(streamed) == "13 September (a Saturday)"
     # a weekday already given, two dates, or no weekday asked: left as the model wrote it
-    assert answer_agent.weekday_of("What day of the week is it?", "Saturday, 13 September", context) == ""
-    assert answer_agent.weekday_of("What day of the week is it?", "2 June 2026 or 3 June 2026", "") == ""
-    assert answer_agent.weekday_of("When is Nina's wedding?", "13 September", context) == ""
+    assert answer_agent.weekday_of("What day of the week is it?", "Saturday, 13 September", ev, context) == ""
+    assert answer_agent.weekday_of("What day of the week is it?", "2 June 2026 or 3 June 2026", [], "") == ""
+    assert answer_agent.weekday_of("When is Nina's wedding?", "13 September", ev, context) == ""
+    assert answer_agent.weekday_of("What day of the week is Mum's 80th?", "June 2, 2026", [], "") == " (a Tuesday)"
+    assert answer_agent.weekday_of("What day of the week is it?", "3 September", ev, context) == ""  # not 13
 
 
 def test_a_bare_hour_after_before_or_after_is_a_clock_time_in_a_rule() -> None:
