@@ -16,7 +16,8 @@ from typing import Any
 from edgemem import prompts
 from edgemem.text import MONTH_NAMES, day_label
 from edgemem.recall import tools
-from edgemem.recall.evidence import Evidence, parse_iso_day, supporting, terms
+from edgemem.errors import ContextTooLong, SchemaError
+from edgemem.recall.evidence import ASSISTANT_SPEAKERS, Evidence, parse_iso_day, supporting, terms
 from edgemem.recall.limits import Limit, amounts, asked_amount, limits
 
 ESCALATE = "ESCALATE_REQUIRED"
@@ -113,6 +114,11 @@ def answer(llm: Any, tag: str, question: str, context: str, evidence: Sequence[E
             on_token(decided.text)
         return Drafted(text=decided.text, messages=messages, rule=decided)
     out = Drafted(text="")
+    current = current_verdict(llm, tag, question, evidence, context, spent=out)
+    if current is not None:  # "Is pottery still on Wednesdays?": a later line that changed it decides
+        if on_token is not None:
+            on_token(current.text)
+        return current
     allowed = tools.tools_for(tag, question)
     while True:
         stream = _ToolLineFilter(on_token)
@@ -141,6 +147,118 @@ def answer(llm: Any, tag: str, question: str, context: str, evidence: Sequence[E
             {"role": "assistant", "content": result.text.strip()},
             {"role": "user", "content": f"{tools.RESULT_PREFIX}{outcome}\nNow give the final answer."},
         ]
+
+
+# --- how things stand now --------------------------------------------------------------------------
+# "Is pottery still on Wednesday evenings?", "Did we go to Cornwall at October half term?", "Is Sam
+# on day shifts?": a yes/no question about something that may have changed since it was first said.
+# Given the whole packed context, the 1.5B model answered "Yes" from the line the question restates,
+# with the newer line ("it moves to Tuesday evenings", "had to cancel Cornwall") in context and
+# marked outdated (eleventh session, personal tune set); asked "yes, no or unknown?" over the few
+# lines about it, it still flipped between runs. What it does decide is a smaller question: does a
+# later line cancel, move or replace the line the question restates? When one does, the answer is
+# "No", quoting that line; when none does, the ordinary answer follows.
+_YES_NO = re.compile(r"^\s*(?:is|are|am|was|were|do|does|did|has|have|had|will)\b", re.IGNORECASE)
+_STILL = re.compile(r"\b(?:still|any\s?more|these\s+days|nowadays)\b", re.IGNORECASE)
+_NOW_TERMS = terms("still now these days currently current latest anymore nowadays today right")
+LATER_LINES = 4  # the newest lines about the same thing the check reads
+CURRENT_WORDS = 60  # each line cut to this many words
+
+
+def asks_current(tag: str, question: str) -> bool:
+    """A yes/no question about how something stands: on a conflict route, or asked with "still"."""
+    if _YES_NO.match(question) is None or is_proposal(question):
+        return False
+    return tag == "conflict-resolution" or _STILL.search(question) is not None
+
+
+def restated_and_later(question: str, evidence: Sequence[Evidence],
+                       k: int = LATER_LINES) -> tuple[Evidence, list[Evidence]] | None:
+    """The said line the question restates (most of its content terms; the oldest of a tie) and up
+    to ``k`` lines said after it that share one of those terms (most shared, then retrieval score),
+    oldest first; None when no line shares a term, none comes later, or the question names someone or
+    something the line neither is by nor writes. The assistant's echoes only when nobody else's line is there."""
+    asked = terms(question) - _NOW_TERMS
+    said = [e for e in evidence if e.kind == "raw"]
+    people = [e for e in said if (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS] or said
+    shared = {e.note_id: asked & terms(e.text) for e in people}
+    best = max((len(v) for v in shared.values()), default=0)
+    if best == 0:
+        return None
+    first = min((e for e in people if len(shared[e.note_id]) == best), key=lambda e: e.event_time)
+    # Every name the question writes (a capitalised word after the first) must be the line's speaker
+    # or written in it: "Did Ines change her phone number too?" is not restated by Maya's new number.
+    names = {w.casefold().removesuffix("'s") for w in re.findall(r"(?<!^)(?<![.?!] )\b[A-Z][\w'’-]*", question.strip())
+             if w != "I" and not w.startswith("I'")}
+    line = f"{first.speaker or ''} {first.text}".casefold()
+    if any(n not in line for n in names):
+        return None  # someone or something else's line: the question's premise is not what it says
+    about = shared[first.note_id]
+    later = [e for e in people if e.event_time > first.event_time and shared[e.note_id] & about]
+    later = sorted(later, key=lambda e: (-len(shared[e.note_id] & about), -e.score))[:k]
+    return (first, sorted(later, key=lambda e: e.event_time)) if later else None
+
+
+def _cut(text: str, words: int = CURRENT_WORDS) -> str:
+    parts = text.split()
+    return " ".join(parts) if len(parts) <= words else " ".join(parts[:words]) + " …"
+
+
+def _quote_from(item: Evidence, question: str, flat: str) -> str | None:
+    """The sentence of ``item`` to quote: the whole note when the context shows it whole, else the
+    shown sentence sharing most of the question's terms; None when the context shows none of it."""
+    whole = " ".join(item.text.split())
+    if _norm(whole) and _norm(whole) in flat:
+        return whole
+    asked = terms(question)
+    shown = [s for s in _SENTENCES.split(whole) if _norm(s) and _norm(s) in flat]
+    return max(shown, key=lambda s: len(asked & terms(s)), default=None)
+
+
+def current_verdict(llm: Any, tag: str, question: str, evidence: Sequence[Evidence], context: str, *,
+                    spent: Drafted | None = None) -> Drafted | None:
+    """'No — as of 28 October 2025, Tom said: "had to cancel Cornwall …"' for a yes/no question
+    about how things stand, when a short constrained call per later line (oldest first) finds one that
+    cancels, moves or replaces the line the question restates; None (the ordinary answer follows)
+    otherwise. The calls' tokens and times are added to ``spent`` (returned, with the text, on a "No")."""
+    if llm is None or not asks_current(tag, question):
+        return None
+    found = restated_and_later(question, evidence)
+    if found is None:
+        return None
+    first, later = found
+    schema = {"type": "object", "properties": {"changed": {"type": "boolean"}}, "required": ["changed"],
+              "additionalProperties": False}
+    spent = spent if spent is not None else Drafted(text="")
+    item = None
+    for candidate in later:  # oldest first: the first line that changes it; the prompts share their prefix
+        messages = [
+            {"role": "system", "content": prompts.render("answer_current")},
+            {"role": "user", "content": prompts.render("answer_current_user", question=question,
+                                                       first=f"{first.header()} {_cut(first.text)}",
+                                                       later=f"{candidate.header()} {_cut(candidate.text)}")},
+        ]
+        try:
+            reply = llm.complete_json(messages, schema, max_tokens=12)
+        except (SchemaError, ContextTooLong):
+            return None
+        spent.prompt_tokens += reply.prompt_tokens
+        spent.completion_tokens += reply.completion_tokens
+        spent.prefill_ms += reply.prefill_ms
+        spent.generate_ms += reply.generate_ms
+        if reply.value["changed"] is True:
+            item = candidate
+            break
+    if item is None:
+        return None
+    quote = _quote_from(item, question, _norm(context))
+    if quote is None or '"' in quote:
+        return None
+    who = f", {item.speaker} said" if item.speaker else ""
+    when = f"as of {day_label(item.day)}" if item.day else "later"
+    text = f'No — {when}{who}: "{quote}"'
+    spent.text, spent.messages, spent.rule = text, messages, RuleVerdict(text, [item], "no")
+    return spent
 
 
 _VERDICT_OPENING = re.compile(r"^\s*(?:yes|no)\s*[—–-]+\s*", re.IGNORECASE)
