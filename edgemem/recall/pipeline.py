@@ -180,6 +180,12 @@ def run(
             trace["total_ms"] = _ms(start)
             return Outcome("", trace["used"], trace)
 
+        if gathered.unheld is not None and attempt == 0:
+            # Tier 3 found that the notes say it only of other people ("How many food bank shifts
+            # has Sam done?", every such line the asker's): the premise is someone else's, as with an
+            # answer refused for its owner, and a retry would only let the model count them anyway.
+            trace.update(unheld=True, owner_refused=True)
+            break
         if gathered.direct is not None and attempt == 0:
             # Tier 3 read the answer off the notes (an overview: the dated lines about the subject; a
             # state: each reading with its date): no model call, and it quotes the notes it cites, so

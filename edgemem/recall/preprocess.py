@@ -81,6 +81,9 @@ class Prepared:
     # An answer read off the notes, given in place of the model's (an overview, a state's readings, a
     # total, the days between two events): (text, note ids).
     direct: tuple[str, list[int]] | None = None
+    # Why the notes cannot answer it, found without a model: "How many food bank shifts has Sam
+    # done?" when every line about food bank shifts is someone else's. The pipeline abstains.
+    unheld: str | None = None
 
     def items(self) -> list[Evidence]:
         """Facts as summary evidence (negative ids: they are computed, not notes), then the evidence."""
@@ -392,9 +395,10 @@ def diversify(
                 chosen.append(queue[turn])
     kept = {id(e) for e in chosen}
     dropped = [e.note_id for e in ranked if id(e) not in kept]
+    counted = _count_facts(question, chosen)
     return Prepared(
-        "broad-summarization", chosen, _count_facts(question, chosen), dropped, map_sessions(chosen),
-        direct=digest(question, evidence, asked_days),
+        "broad-summarization", chosen, counted, dropped, map_sessions(chosen),
+        direct=digest(question, evidence, asked_days), unheld=_not_theirs(counted),
     )
 
 
@@ -571,7 +575,7 @@ def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
             facts.extend([total] if total else [])
             facts.append(found.describe_events())
         elif names and count_occurrences(low, evidence).mentions:
-            facts.append(f"number of {low} for {who}: none found — the notes that mention {low} are not about {who}")
+            facts.append(f"number of {low} for {who}{_NOT_THEIRS}{low} are not about {who}")
         if len(facts) == 2:
             break
     if not facts and names:  # "How many times did I go to Seville?": the name is what is counted
@@ -580,6 +584,17 @@ def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
             if found.mentions or found.negated:
                 facts.append(found.describe_events())
     return facts[:2]
+
+
+_NOT_THEIRS = ": none found — the notes that mention "
+
+
+def _not_theirs(counted: Sequence[str]) -> str | None:
+    """The count facts' verdict when every one says the counted thing is only in other people's
+    lines ("number of shifts for Sam: none found — …"): the question's premise is someone else's."""
+    if counted and all(_NOT_THEIRS in fact for fact in counted):
+        return counted[0]
+    return None
 
 
 def _total(question: str, word: str, found: Count) -> str | None:
@@ -798,4 +813,7 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
     # A superlative ("What's the biggest fish I've caught?") asks for one reading: the model picks it.
     direct = None if _SUPERLATIVE.search(question) else computed or digest(question, evidence)
     direct = total_answer(question, ordered) or direct  # "How many trout in total?": the sum
-    return Prepared("state-tracking", ordered, facts, dropped, computed=computed, direct=direct)
+    unheld = _not_theirs(counted)
+    if unheld:
+        computed = direct = None
+    return Prepared("state-tracking", ordered, facts, dropped, computed=computed, direct=direct, unheld=unheld)

@@ -53,6 +53,7 @@ class Gathered:
     info: dict = field(default_factory=dict)
     computed: tuple[str, list[int]] | None = None  # Tier 3's own answer, for when the model's fail
     direct: tuple[str, list[int]] | None = None  # Tier 3's answer in place of the model's (no model call)
+    unheld: str | None = None  # why Tier 3 found the notes cannot answer it (the pipeline abstains)
 
 
 def profile_evidence(conn: Any, question: str | None = None) -> list[Evidence]:
@@ -164,7 +165,7 @@ def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | No
     pinned = profile_evidence(conn, question)
     info["pinned"] = len(pinned)
     return Gathered(tag, tier, pinned + prepared.items(), [h.note_id for h in hits], info, prepared.computed,
-                    prepared.direct)
+                    prepared.direct, prepared.unheld)
 
 
 def given(conn: Any, tag: str, note_ids: Sequence[int]) -> Gathered:

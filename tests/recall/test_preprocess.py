@@ -517,3 +517,32 @@ def test_a_count_takes_how_often_a_line_says_it_happened_and_only_the_named_pers
         "4 bouldering in total: 1 (15 July 2025) + 2 (week of 1 September 2025) + 1 (20 December 2025)", [1, 2, 3])
     # Birte's own count is one line, with no number above one in it: no total to give
     assert timeline("How many bouldering sessions has Birte done?", sessions).direct is None
+    assert timeline("How many bouldering sessions has Birte done?", sessions).unheld is None  # line 3 names her
+
+
+def test_a_count_for_someone_no_line_is_about_is_unheld_and_the_pipeline_abstains(settings, embedder) -> None:
+    from edgemem.recall import pipeline
+    from recall_fakes import FixedRouter, remembered
+
+    lines = [
+        Evidence(1, "parkrun done, 29:05 this morning", "2025-03-01T10:00:00", speaker="Maya"),
+        Evidence(2, "parkrun again, 28:40", "2025-03-08T10:00:00", speaker="Maya"),
+        Evidence(3, "Hannah's got a new car", "2025-03-09T10:00:00", speaker="Maya"),
+    ]
+    unheld = timeline("How many parkruns has Hannah done?", lines)
+    assert unheld.unheld == "number of parkruns for Hannah: none found — the notes that mention parkruns are not about Hannah"
+    assert unheld.direct is None and unheld.computed is None
+    assert timeline("How many parkruns have I done?", lines).unheld is None
+
+    eng, llm, _ = remembered(settings, embedder, [
+        ("2025-03-01T10:00:00", "parkrun done, 29:05 this morning"),
+        ("2025-03-08T10:00:00", "parkrun again, 28:40"),
+        ("2025-03-09T10:00:00", "Hannah's got a new car"),
+    ])
+    try:  # the scripted model has no replies: a model call would fail the test
+        out = pipeline.run(eng.store.conn, "How many parkruns has Hannah done?", llm=llm, embed=eng.runtime.embed,
+                           router=FixedRouter("state-tracking"))
+    finally:
+        eng.close()
+    assert out.text == pipeline.ABSTAIN and not llm.calls
+    assert out.trace["unheld"] and out.trace["verdict"] == "abstain" and out.trace["escalated"] is False
