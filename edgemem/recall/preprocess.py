@@ -565,7 +565,7 @@ def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
     who = " and ".join(w.removesuffix("'s") for w in re.findall(r"(?<=\s)[A-Z][\w'-]*", question)
                        if terms(w) & names)
     facts = []
-    for word in dict.fromkeys(re.findall(r"[A-Za-z][A-Za-z'-]+", question)):
+    for word in dict.fromkeys(_compound(question) + re.findall(r"[A-Za-z][A-Za-z'-]+", question)):
         low = word.lower().removesuffix("'s")
         if len(low) < 3 or low in STOPWORDS or low in _COUNT_NOISE or low in speakers or terms(low) & names:
             continue
@@ -584,6 +584,21 @@ def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
             if found.mentions or found.negated:
                 facts.append(found.describe_events())
     return facts[:2]
+
+
+# "How many food bank shifts have I done?": three words or more before the verb name a thing (food
+# bank) and the unit it comes in (shifts). The thing is counted as a phrase: its first word alone
+# ("food") also counted a cat's diet food (Priya: 13 for 10).
+_AUX = r"(?:have|has|had|did|do|does|were|was|is|are|will)\b"
+_COUNTED = re.compile(rf"\bhow\s+many\s+((?:(?!{_AUX})[A-Za-z][\w'-]*\s+){{3,5}}){_AUX}", re.IGNORECASE)
+
+
+def _compound(question: str) -> list[str]:
+    """["food bank"] for "How many food bank shifts have I done?": the counted phrase without its
+    last word, when it has three words or more; else nothing."""
+    m = _COUNTED.search(question)
+    words = m.group(1).split() if m else []
+    return [" ".join(words[:-1])] if len(words) >= 3 else []
 
 
 _NOT_THEIRS = ": none found — the notes that mention "
@@ -803,7 +818,9 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
         facts = facts[:half] + facts[-(TIMELINE_MAX - half):]
     # "How many parkruns have I done?" tracks a count, not a state: the distinct events come first.
     trend, computed = _trend(question, ordered, topic or names)
-    counted = _count_facts(question, ordered)
+    # Counted over every item, not only those about the subject: "How many food bank shifts has Sam
+    # done?" must see that the food bank lines are someone else's (they name no Sam).
+    counted = _count_facts(question, chronological(evidence))
     counted = counted[: 2 if counted and counted[0].startswith("total ") else 1]  # a total, then its events
     facts = counted + trend + facts
     kept_ids = {id(e) for e in kept}

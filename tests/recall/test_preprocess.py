@@ -546,3 +546,17 @@ def test_a_count_for_someone_no_line_is_about_is_unheld_and_the_pipeline_abstain
         eng.close()
     assert out.text == pipeline.ABSTAIN and not llm.calls
     assert out.trace["unheld"] and out.trace["verdict"] == "abstain" and out.trace["escalated"] is False
+
+
+def test_a_compound_thing_is_counted_as_a_phrase_and_someone_elses_count_is_unheld() -> None:
+    lines = [
+        Evidence(1, "I volunteer at the Daily Bread food bank, did a shift yesterday", "2026-01-11T10:00:00", speaker="Priya"),
+        Evidence(2, "food bank shift on Tuesday, sorted about 400 cans", "2026-01-29T20:00:00", speaker="Priya"),
+        Evidence(3, "the vet wants Chai on diet food", "2026-02-19T19:00:00", speaker="Priya"),
+        Evidence(4, "food bank on Saturday, it was packed", "2026-02-21T19:00:00", speaker="Priya"),
+        Evidence(5, "Sam's switching to day shifts from March", "2026-02-19T19:15:00", speaker="Priya"),
+    ]
+    own = timeline("How many food bank shifts have I done this year?", lines)
+    assert own.facts[0].startswith("number of food bank: 3 (distinct events")  # not the cat's diet food
+    sams = timeline("How many food bank shifts has Sam done?", lines)
+    assert sams.unheld == "number of food bank for Sam: none found — the notes that mention food bank are not about Sam"
