@@ -710,10 +710,13 @@ _NEAR_WORDS = 6  # a number with no unit counts only this close to a word of the
 def _values(text: str, topic: set[str]) -> list[tuple[str, str]]:
     """(kind, value as written) for each measured value in the text's sentences about ``topic``."""
     sentences = _SENTENCE.split(ANNOTATION.sub(" ", text))
-    # A sentence about the topic and the one after it ("parkrun done!! 29:05 this morning").
+    # A sentence about the topic and the one after it ("parkrun done!! 29:05 this morning"); when the
+    # topic's sentence gives no value, the one before it too ("32K on Sunday! longest run ever").
     about = [i for i, s in enumerate(sentences) if terms(s) & topic] if topic else list(range(len(sentences)))
+    window = {j for i in about for j in (i, i + 1) if j < len(sentences)}
+    window |= {i - 1 for i in about if i > 0 and not _VALUE.search(sentences[i])}
     found = []
-    for sentence in [sentences[i] for i in sorted({j for i in about for j in (i, i + 1) if j < len(sentences)})]:
+    for sentence in [sentences[i] for i in sorted(window)]:
         for m in _VALUE.finditer(sentence):
             num, unit = m.group("num"), (m.group("unit") or "").lower()
             if unit in _NOT_UNITS or (":" not in num and re.fullmatch(r"(?:19|20)\d\d", num)):

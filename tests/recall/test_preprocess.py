@@ -560,3 +560,16 @@ def test_a_compound_thing_is_counted_as_a_phrase_and_someone_elses_count_is_unhe
     assert own.facts[0].startswith("number of food bank: 3 (distinct events")  # not the cat's diet food
     sams = timeline("How many food bank shifts has Sam done?", lines)
     assert sams.unheld == "number of food bank for Sam: none found — the notes that mention food bank are not about Sam"
+
+
+def test_a_value_told_just_before_the_topic_is_a_reading() -> None:
+    runs = [
+        Evidence(1, "long run on Sunday [1 February 2026]: 12K", "2026-02-03T20:00:00", speaker="Priya"),
+        Evidence(2, "32K on Sunday [16 August 2026]! longest run ever", "2026-08-18T22:00:00", speaker="Priya"),
+        Evidence(3, "easy 10K on Sunday, first run since the race", "2026-08-25T20:00:00", speaker="Priya"),
+        Evidence(4, "Paid 40 for the shoes. The run club meets on Thursdays", "2026-08-26T20:00:00", speaker="Priya"),
+    ]
+    facts = timeline("What's the longest run I've done so far?", runs).facts
+    # "32K" comes before its topic's sentence, which gives no value; "Paid 40" is before one that does not either,
+    # but 40 has no unit and is not next to the topic's words.
+    assert facts[0] == "longest run, each value in the notes, oldest first: 12 k (3 February 2026) → 32 k (18 August 2026) → 10 k (25 August 2026)"
