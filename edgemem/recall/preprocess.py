@@ -144,6 +144,17 @@ def _when(e: Evidence) -> tuple[date, str, bool]:
     return (day, day_label(day), True) if day else (date.min, "unknown date", False)
 
 
+def _reading_day(e: Evidence) -> tuple[date, str, bool]:
+    """When a reading held: :func:`_when`, unless the note's date lies ahead of the day it was said;
+    then the day said ("want to finish the half on 3 May under 2:10", said 11 January, is the goal
+    as of 11 January, not a time run on 3 May)."""
+    found = _resolved(e)
+    day = e.day
+    if found is not None and day is not None and found[0] > day:
+        return day, day_label(day), True
+    return _when(e)
+
+
 def chronological(evidence: Iterable[Evidence]) -> list[Evidence]:
     """Oldest event first: by resolved date, falling back to the time said (A.2 Chronological Sorter)."""
     return sorted(evidence, key=lambda e: (_when(e)[0], _said(e)))
@@ -693,8 +704,10 @@ def _state_sentence(text: str, wanted: set[str]) -> str:
 
 # A measured value in a state sentence: a clock reading ("27:05", "1:02:30") or a number with what
 # follows it ("102 kg", "30 miles", "58" in "HbA1c 58"). Resolved-date annotations are blanked first.
+# Not inside a word, a time, a path or an amount of money, nor after a hyphen that follows a digit
+# or a space ("4-11", "-5"); after a word and a hyphen it is a value ("sub-2:00").
 _VALUE = re.compile(
-    r"(?<![\w:./£$€-])(?P<num>\d+(?:[.,]\d+)?(?::\d{2}){0,2})(?![\d:])(?:\s*(?P<unit>%|[A-Za-z][A-Za-z/]{0,11}))?"
+    r"(?<![\w:./£$€])(?<![\d\s]-)(?P<num>\d+(?:[.,]\d+)?(?::\d{2}){0,2})(?![\d:])(?:\s*(?P<unit>%|[A-Za-z][A-Za-z/]{0,11}))?"
 )
 _NOT_UNITS = {
     "am", "pm", "st", "nd", "rd", "th", "o'clock", "oclock", "january", "february", "march", "april", "may", "june",
@@ -758,7 +771,7 @@ def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> tuple
         if per_note:
             break
     kinds: dict[str, list[tuple[Evidence, str]]] = {}
-    for e, first in per_note:
+    for e, first in sorted(per_note, key=lambda p: (_reading_day(p[0])[0], _said(p[0]))):
         for kind, value in first.items():
             kinds.setdefault(kind, []).append((e, value))
     ranked = sorted(kinds.items(), key=lambda kv: (len({v for _, v in kv[1]}), len(kv[1])), reverse=True)
@@ -766,14 +779,14 @@ def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> tuple
         return [], None
     series = []
     for e, value in ranked[0][1]:  # a value repeated the same day (the assistant's echo) is one reading
-        if not series or (series[-1][1], _when(series[-1][0])[1]) != (value, _when(e)[1]):
+        if not series or (series[-1][1], _reading_day(series[-1][0])[1]) != (value, _reading_day(e)[1]):
             series.append((e, value))
     if len(series) > TREND_MAX:
         series = series[: TREND_MAX // 2 - 1] + series[-(TREND_MAX - TREND_MAX // 2 + 1):]
-    steps = " → ".join(f"{value} ({_when(e)[1]})" for e, value in series)
+    steps = " → ".join(f"{value} ({_reading_day(e)[1]})" for e, value in series)
     about = " ".join(w for w in re.findall(r"[A-Za-z][\w'-]*", question) if terms(w) & topic) or "it"
     (first, a), (last, b) = series[0], series[-1]
-    answer = f"From {a} ({_when(first)[1]}) to {b} ({_when(last)[1]}): {steps}"
+    answer = f"From {a} ({_reading_day(first)[1]}) to {b} ({_reading_day(last)[1]}): {steps}"
     return [f"{about}, each value in the notes, oldest first: {steps}"], (answer, [e.note_id for e, _ in series])
 
 

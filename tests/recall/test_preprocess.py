@@ -573,3 +573,16 @@ def test_a_value_told_just_before_the_topic_is_a_reading() -> None:
     # "32K" comes before its topic's sentence, which gives no value; "Paid 40" is before one that does not either,
     # but 40 has no unit and is not next to the topic's words.
     assert facts[0] == "longest run, each value in the notes, oldest first: 12 k (3 February 2026) → 32 k (18 August 2026) → 10 k (25 August 2026)"
+
+
+def test_a_goal_is_read_on_the_day_it_was_set_and_a_hyphenated_value_counts() -> None:
+    goal = [
+        Evidence(1, "big goal: the half marathon on 3 May [3 May 2026]. want to finish under 2:10", "2026-01-11T10:00:00",
+                 speaker="Priya", dates=[day("2026-05-03", "3 May 2026")]),
+        Evidence(2, "I'm changing my half goal to sub-2:00", "2026-04-08T18:55:00", speaker="Priya"),
+        Evidence(3, "ran the half on Sunday [3 May 2026]!!! 1:58:40", "2026-05-05T20:20:00", speaker="Priya",
+                 dates=[day("2026-05-03", "3 May 2026")]),
+    ]
+    facts = timeline("How did my half marathon goal change?", goal).facts
+    assert facts[0] == ("half marathon goal, each value in the notes, oldest first: "
+                        "2:10 (11 January 2026) → 2:00 (8 April 2026) → 1:58:40 (3 May 2026)")
