@@ -17,7 +17,7 @@ from edgemem import prompts
 from edgemem.text import MONTH_NAMES, day_label
 from edgemem.recall import tools
 from edgemem.errors import ContextTooLong, SchemaError
-from edgemem.recall.evidence import ASSISTANT_SPEAKERS, Evidence, parse_iso_day, supporting, terms
+from edgemem.recall.evidence import ASSISTANT_SPEAKERS, NOW_TERMS, Evidence, parse_iso_day, supporting, terms
 from edgemem.recall.limits import Limit, amounts, asked_amount, limits
 
 ESCALATE = "ESCALATE_REQUIRED"
@@ -160,7 +160,6 @@ def answer(llm: Any, tag: str, question: str, context: str, evidence: Sequence[E
 # "No", quoting that line; when none does, the ordinary answer follows.
 _YES_NO = re.compile(r"^\s*(?:is|are|am|was|were|do|does|did|has|have|had|will)\b", re.IGNORECASE)
 _STILL = re.compile(r"\b(?:still|any\s?more|these\s+days|nowadays)\b", re.IGNORECASE)
-_NOW_TERMS = terms("still now these days currently current latest anymore nowadays today right")
 LATER_LINES = 4  # the newest lines about the same thing the check reads
 CURRENT_WORDS = 60  # each line cut to this many words
 
@@ -178,7 +177,7 @@ def restated_and_later(question: str, evidence: Sequence[Evidence],
     to ``k`` lines said after it that share one of those terms (most shared, then retrieval score),
     oldest first; None when no line shares a term, none comes later, or the question names someone or
     something the line neither is by nor writes. The assistant's echoes only when nobody else's line is there."""
-    asked = terms(question) - _NOW_TERMS
+    asked = terms(question) - NOW_TERMS
     said = [e for e in evidence if e.kind == "raw"]
     people = [e for e in said if (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS] or said
     shared = {e.note_id: asked & terms(e.text) for e in people}

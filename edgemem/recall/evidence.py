@@ -17,7 +17,7 @@ from nltk.stem import PorterStemmer
 
 from edgemem.text import STOPWORDS, day_label, tokens
 
-__all__ = ["ANNOTATION", "ASSISTANT_SPEAKERS", "Evidence", "KINDS", "TIME_FRAME_TERMS", "parse_iso_day", "terms", "jaccard", "answer_terms", "line_terms", "supporting"]
+__all__ = ["ANNOTATION", "ASSISTANT_SPEAKERS", "Evidence", "KINDS", "NOW_TERMS", "TIME_FRAME_TERMS", "parse_iso_day", "terms", "jaccard", "answer_terms", "line_terms", "supporting"]
 
 KINDS = ("profile", "pinned", "summary", "raw")
 
@@ -108,6 +108,8 @@ TIME_FRAME_TERMS = terms(
     "year years month months week weeks day days today tonight yesterday tomorrow lately recently ago last past "
     "far time times"
 )
+# Words that ask "as of now" rather than name the subject ("Is pottery still on Wednesdays?").
+NOW_TERMS = terms("still now these days currently current latest anymore nowadays today right")
 
 
 # A chat with an assistant (an imported ChatGPT history, a transcript with "Assistant:" turns): these

@@ -24,7 +24,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
-from edgemem.recall.evidence import ANNOTATION, ASSISTANT_SPEAKERS, TIME_FRAME_TERMS, Evidence, jaccard, parse_iso_day, terms
+from edgemem.recall.evidence import (
+    ANNOTATION, ASSISTANT_SPEAKERS, NOW_TERMS, TIME_FRAME_TERMS, Evidence, jaccard, parse_iso_day, terms,
+)
 from edgemem.recall.events import anchors
 from edgemem.recall.limits import has_limit
 from edgemem.recall.tools import (
@@ -338,8 +340,6 @@ def _subject_label(current: Evidence, older: Sequence[Evidence], subject: dict[i
     return f" about {', '.join(unique)}" if unique else ""
 
 
-# Words that ask "as of now" rather than name the subject ("Is pottery still on Wednesdays?").
-_NOW_TERMS = terms("still now these days currently current latest anymore nowadays today right")
 
 
 def _latest(question: str, evidence: Sequence[Evidence]) -> list[str]:
@@ -347,7 +347,7 @@ def _latest(question: str, evidence: Sequence[Evidence]) -> list[str]:
     of the question's content terms, the one said last. The pairwise grouping (:func:`_mark_stale`)
     misses a changed value worded anew ("my number if you need it: 07700 900118" / "new number, the
     old one's cancelled: 07700 900412" share one word of six); the question names the subject."""
-    asked = terms(question) - _NOW_TERMS
+    asked = terms(question) - NOW_TERMS
     current = [e for e in evidence if e.kind == "raw" and not e.stale]
     shared = {e.note_id: len(asked & (terms(e.text) | terms(e.speaker or ""))) for e in current}
     best = max(shared.values(), default=0)
