@@ -220,6 +220,13 @@ def _holding(answer: str, lines: list[_Line], ignore: frozenset[str] = frozenset
     return said or held
 
 
+def _own_numbers(answer: str, question: str) -> list[str]:
+    """The answer's numbers that the question does not write: "… at the shelter in August 2023" for
+    "What did John receive … in August 2023?" restates the question's year; it is no numeric answer."""
+    asked = set(re.findall(r"\d+", question))
+    return [n for n in re.findall(r"\d+", answer) if n not in asked]
+
+
 def ownership(question: str, answer: str, context: str, *, strict: bool = False) -> str | None:
     """Why the answer belongs to someone other than the owner the question names, or None.
 
@@ -305,7 +312,7 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
                                                and _YOU.search(line.body) is not None)
             if any(line.by_user(users) for line in lines) and not any(users_own(line) for line in holding):
                 return "other_owner"
-        elif not (re.search(r"\d", answer) and not owner.possessive):
+        elif not (_own_numbers(answer, question) and not owner.possessive):
             for line in holding:
                 if _names(line, owner.name) or line.header is None:
                     break
@@ -318,7 +325,7 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
                     break  # a name only mentioned in the question: a note without a speaker may be theirs
             else:
                 return "other_owner"
-    if holding and owner is not None and _proper(owner.name) and re.search(r"\d", answer):
+    if holding and owner is not None and _proper(owner.name) and _own_numbers(answer, question):
         # "When is Theo's birthday?" answered "8 August" from "Theo's wedding is on 8 August": a date
         # or number is the asked thing's only when its line names that thing.
         thing = _thing_words(question, owner.name)

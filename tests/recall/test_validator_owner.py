@@ -232,3 +232,16 @@ def test_a_relation_written_as_a_common_noun_is_no_named_owner() -> None:
     notes = "(22 February 2025, Maya) my sister is getting married in Seville, 13 September [13 September 2025]"
     assert ownership("When is my sister's wedding?", "13 September", notes) is None
     assert not names_someone("When is my sister's wedding?", notes)
+
+
+def test_a_number_restated_from_the_question_does_not_make_an_answer_numeric() -> None:
+    # The line is Maria's ("they gave me a medal"); the answer only repeats the question's year.
+    said = ("(14 August 2023, Maria) Hey John, last week I volunteered at the homeless shelter and they gave me a medal!\n"
+            "(14 August 2023, John) That's amazing, Maria! You deserve it.")
+    question = "What recognition did John receive at the homeless shelter in August 2023?"
+    assert ownership(question, "John received a medal at the homeless shelter in August 2023.", said) == "other_owner"
+    assert ownership("What recognition did Maria receive at the homeless shelter in August 2023?",
+                     "Maria received a medal at the homeless shelter in August 2023.", said) is None
+    # A number the question does not write is still a numeric answer, not checked against a mention.
+    years = "(2 May 2023, Melanie) Caroline, you have been painting for 7 years now!"
+    assert ownership("How long has Caroline been painting?", "7 years", years) is None
