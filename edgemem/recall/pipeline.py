@@ -25,6 +25,9 @@ ABSTAIN = "I could not find reliable information."  # Algorithm 1's calibrated a
 
 ACTIVE_OVERLAP = 0.6
 ACTIVE_TURNS = 8
+# Answers drawn from many lines (a summary) or made from them (a suggestion): no one line holds them.
+DIGESTS = frozenset({"broad-summarization", "profile-injection"})
+
 ESCALATION = {  # Table 11: one retry, tag -> heavier tag
     "profile-injection": "targeted-extraction",
     "targeted-extraction": "conflict-resolution",
@@ -140,6 +143,7 @@ def run(
     # be held by a line about them (LoCoMo's adversarial questions swap the speaker; a wider
     # retrieval otherwise gives the model a second chance to paraphrase past the check).
     owner_strict = False
+    digest = route.tag in DIGESTS  # the question asks for a summary or a suggestion, whatever the retry's tag
     computed: tuple[str, list[int]] | None = None  # an answer Tier 3 computed from the notes
     for attempt in (0, 1):
         t = time.perf_counter()
@@ -214,7 +218,7 @@ def run(
             _report(on_stage, "checking", attempt=attempt)
         t = time.perf_counter()
         verdict = validator.validate(question, text, packed.text, llm, prefix=drafted.messages if drafted else None,
-                                     owner_strict=owner_strict)
+                                     owner_strict=owner_strict, digest=digest)
         stages[f"validate{attempt}"] = {"ms": _ms(t), "stage": verdict.stage, "grounded": verdict.grounded,
                                         "tokens": verdict.tokens, "judge": verdict.judge, "reason": verdict.reason,
                                         "cached_tokens": verdict.cached_tokens}

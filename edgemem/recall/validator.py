@@ -197,7 +197,7 @@ def _names(line: _Line, name: str) -> bool:
         return True
     for m in re.finditer(rf"\b{re.escape(name)}\b", line.body, re.IGNORECASE):
         after = line.body[m.end():m.end() + 2]
-        if re.match(r"\s*[,!]", after) and m.start() < 24:
+        if re.match(r"\s*[,.!]", after) and m.start() < 24:
             continue  # a vocative at the start of the line
         return True
     return False
@@ -227,7 +227,7 @@ def _own_numbers(answer: str, question: str) -> list[str]:
     return [n for n in re.findall(r"\d+", answer) if n not in asked]
 
 
-def ownership(question: str, answer: str, context: str, *, strict: bool = False) -> str | None:
+def ownership(question: str, answer: str, context: str, *, strict: bool = False, digest: bool = False) -> str | None:
     """Why the answer belongs to someone other than the owner the question names, or None.
 
     * the answer is the owner itself ("Biscuit" for "Biscuit's vet"), or the asker's own name for a
@@ -248,6 +248,12 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
 
     ``strict`` (a retry after an answer was given to someone else): the answer must be held by a line
     about the owner; an answer no context line holds ("unheld") is not taken on trust a second time.
+
+    ``digest`` (a summary over many lines, or a suggestion made from them): the checks that look for
+    the one line holding the answer do not apply. "Give me a rundown of everything around Nina's
+    wedding" is answered from the user's own lines about flights and a guesthouse, which never name
+    Nina; on the personal tune set all four such summaries and one suggestion the check refused were
+    right.
 
     Measured (previous, narrower rules) on LoCoMo conv-26 with the turns behind the packed notes and
     the gold or adversarial answer: 22 of 47 adversarial questions flagged, 1 of 152 answerable ones."""
@@ -293,6 +299,8 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False)
                    and line.header and (line.header.strip().lower() != "computed" or _QUOTED_HEADER.search(line.body))]
         if quoting and not any(_names(line, owner.name) for line in quoting):
             return "other_owner"
+    if digest:
+        return None
     # "Karen's husband is Janet.": the line about Janet holds the answer, not every line naming Karen.
     restated = frozenset(tokens(owner.name)) if owner is not None and owner.name else frozenset()
     holding = _holding(answer, lines, restated)
@@ -423,15 +431,17 @@ def judge_messages(prefix: list[dict[str, str]], answer: str) -> list[dict[str, 
 
 
 def validate(question: str, answer: str, context: str, llm: Any | None,
-             prefix: list[dict[str, str]] | None = None, *, owner_strict: bool = False) -> Verdict:
+             prefix: list[dict[str, str]] | None = None, *, owner_strict: bool = False,
+             digest: bool = False) -> Verdict:
     """B.3's cascade, cheapest first. ``prefix`` is the answer prompt's messages: the judge then
     continues that conversation (shared KV prefix) instead of prefilling the context a second time.
-    ``owner_strict``: the ownership check in its strict form (:func:`ownership`)."""
+    ``owner_strict``: the ownership check in its strict form; ``digest``: the answer sums up or
+    suggests from many lines (both :func:`ownership`)."""
     if is_hard_failure(answer):
         return Verdict(False, "hard_failure", judge="skipped: hard failure")
     if rule_quoted(answer, context):
         return Verdict(True, "rule_verdict", judge="skipped: verdict quotes a rule from the context")
-    why = ownership(question, answer, context, strict=owner_strict)
+    why = ownership(question, answer, context, strict=owner_strict, digest=digest)
     if why is not None:
         return Verdict(False, "wrong_owner", judge=f"skipped: {why}", reason=why)
     invented = invented_name(answer, context)

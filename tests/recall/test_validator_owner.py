@@ -245,3 +245,27 @@ def test_a_number_restated_from_the_question_does_not_make_an_answer_numeric() -
     # A number the question does not write is still a numeric answer, not checked against a mention.
     years = "(2 May 2023, Melanie) Caroline, you have been painting for 7 years now!"
     assert ownership("How long has Caroline been painting?", "7 years", years) is None
+
+
+def test_a_summary_or_a_suggestion_is_not_held_to_one_line() -> None:
+    wedding = ("(3 February 2025, Maya) big news, my sister Nina is getting married!! Seville, 13 September\n"
+               "(20 June 2025, Maya) wedding flights booked: Manchester to Seville, Thursday 11 September, back Tuesday 16th\n"
+               "(20 June 2025, Maya) we're staying at Casa Azahar, a guesthouse in Triana")
+    summary = "Flights to Seville on 11 September, back 16 September; staying at Casa Azahar in Triana."
+    question = "Give me a rundown of everything around Nina's wedding."
+    # As one fact, the flights and the guesthouse are Maya's lines, which never name Nina ...
+    assert ownership(question, summary, wedding) == "other_owner"
+    # ... but a summary gathers them for the wedding; it is still refused when it says it is someone else's.
+    assert ownership(question, summary, wedding, digest=True) is None
+    assert ownership(question, "Maya's wedding is in Seville.", wedding, digest=True) == "other_owner"
+    verdict = validate(question, summary, wedding, None, digest=True)
+    assert verdict.stage != "wrong_owner"
+
+
+def test_a_name_addressed_at_the_start_of_a_line_is_not_a_mention() -> None:
+    said = ("(25 May 2023, Caroline) Thanks, Melanie. My own journey and the support I got made a huge difference. "
+            "I want to make a safe and inviting place for people to grow.\n"
+            "(25 May 2023, Melanie) That's so kind.")
+    question = "What kind of place does Melanie want to create for people?"
+    assert ownership(question, "a safe and inviting place for people to grow", said) == "other_owner"
+    assert ownership(question.replace("Melanie", "Caroline"), "a safe and inviting place for people to grow", said) is None
