@@ -37,7 +37,10 @@ Conventions (where LoCoMo's gold answers show one, it is theirs):
 - A bare "Friday" is resolved only when its sentence has a tense (past: the most recent Friday
   strictly before the event date; future: the first one strictly after) or, in a sentence without
   one, after "on": "Dentist on Thursday" said on a Monday is that week's Thursday (nearest, today
-  included, ties ahead). "my Friday class" and "I do yoga on Fridays" are never resolved.
+  included, ties ahead). "my Friday class" and "I do yoga on Fridays" are never resolved. A clock
+  time after it in a sentence without a tense makes it an appointment, "on" or not: "dentist
+  Thursday at 10", "dentist on Monday at 8am" are the next such day (today if the time is still
+  ahead).
 - Ranges are one span: "18 to 22 June", "18-22 June", "from 18 June to 22 June", "June 18–22",
   "between 3 and 5 March", "from the 14th to the 18th"; placed by the rule above, an end before the
   start running into the next year ("30 December to 2 January"). Labelled "18–22 June 2026". A day
@@ -612,6 +615,45 @@ def _relative_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
 
 
 _HABITUAL_PART = re.compile(r"\s+(?:mornings|afternoons|evenings|nights)\b", re.IGNORECASE)
+# A clock time right after a weekday: "dentist Thursday at 10", "dentist on Monday at 8am, cleaning",
+# "call Friday 3pm". Not "parkrun on Saturday: 28:31!" (a result after a colon).
+_CLOCK_AFTER = re.compile(
+    r"(?:\s+at\s+(?P<h>\d{1,2})(?:[:.](?P<mi>\d\d))?(?:\s*(?P<ap>[ap]\.?m\b\.?))?(?![\d:.]*\s*(?:%|k\b|km|kg|mins?\b|minutes))"
+    r"|,?\s+(?P<h2>\d{1,2})(?:[:.](?P<mi2>\d\d))?\s*(?P<ap2>[ap]\.?m\b\.?)"
+    r"|\s+at\s+(?P<noon>noon|midday))",
+    re.IGNORECASE,
+)
+
+# A plural noun after the time names something that recurs: "no more Friday 5 pm syncs".
+_RECURRING_AFTER = re.compile(r"\s+(?!(?:this|does|plus)\b)[a-z]{2,}[^s\W]s\b", re.IGNORECASE)
+
+
+def _appointment(m: re.Match, ctx: _Context) -> Optional[date]:
+    """The day of "<weekday> at <time>" in a sentence without a tense: an appointment, so the next
+    such weekday, or today when its time is still ahead of when it was said.
+
+    Nearest-occurrence reading (the rule for a verbless "on Thursday") put "dentist on Monday at 8am,
+    cleaning", said on Thursday 12 March, on Monday 9 March; the clock time says it is arranged."""
+    c = _CLOCK_AFTER.match(ctx.text, m.end("p"))
+    if c is None or _RECURRING_AFTER.match(ctx.text, c.end()):
+        return None
+    if c.group("noon"):
+        hour, minute = 12, 0
+    else:
+        hour = int(c.group("h") or c.group("h2"))
+        minute = int(c.group("mi") or c.group("mi2") or 0)
+        meridiem = (c.group("ap") or c.group("ap2") or "").lower()[:1]
+        if hour > 23 or minute > 59 or (meridiem and not 1 <= hour <= 12):
+            return None
+        if meridiem == "p" and hour < 12:
+            hour += 12
+        elif meridiem == "a" and hour == 12:
+            hour = 0
+        elif not meridiem and hour < 8:
+            hour += 12  # "at 3" is an afternoon
+    weekday = _weekday_index(m)
+    later_today = (hour, minute) > (ctx.when.hour, ctx.when.minute)
+    return _weekday_after(ctx.day, weekday, inclusive=later_today)
 
 
 def _bare_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
@@ -623,6 +665,9 @@ def _bare_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     tense = _tense(ctx, m.start(), m.end())
     weekday = _weekday_index(m)
     if tense is None:
+        booked = _appointment(m, ctx)
+        if booked is not None:
+            return _make(m, booked, booked, "day")
         if not m.group("on"):
             return None  # "my Friday class": no way to tell which Friday
         # "Dentist on Thursday": not past, so the nearest Thursday (today included), ties ahead.

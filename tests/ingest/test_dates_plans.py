@@ -69,6 +69,24 @@ CASES = [
      [("Thursday", date(2026, 1, 22), date(2026, 1, 22), "22 January 2026")]),
     ("I had the dentist on Thursday", MON_19_JAN_2026,
      [("Thursday", date(2026, 1, 15), date(2026, 1, 15), "15 January 2026")]),
+    # A clock time after the weekday, no tense: an appointment, the next such day (today while its
+    # time is still ahead), "on" or not; not a result after a colon, not something that recurs.
+    ("dentist on Monday at 8am, cleaning", datetime(2026, 3, 12, 21, 40),  # Thursday: not 9 March
+     [("Monday", date(2026, 3, 16), date(2026, 3, 16), "16 March 2026")]),
+    ("dentist Thursday at 10", datetime(2025, 11, 4, 21, 40),
+     [("Thursday", date(2025, 11, 6), date(2025, 11, 6), "6 November 2025")]),
+    ("standup Monday at 10", datetime(2026, 3, 16, 8, 0),
+     [("Monday", date(2026, 3, 16), date(2026, 3, 16), "16 March 2026")]),
+    ("standup Monday at 10", datetime(2026, 3, 16, 11, 0),
+     [("Monday", date(2026, 3, 23), date(2026, 3, 23), "23 March 2026")]),
+    ("call Friday 3pm", datetime(2026, 12, 30, 11, 0),  # across the year boundary
+     [("Friday", date(2027, 1, 1), date(2027, 1, 1), "1 January 2027")]),
+    ("lunch with Sam Friday at noon", MON_19_JAN_2026,
+     [("Friday", date(2026, 1, 23), date(2026, 1, 23), "23 January 2026")]),
+    ("the dentist on Monday at 8am was fine", datetime(2026, 3, 12, 21, 40),  # past tense: gone
+     [("Monday", date(2026, 3, 9), date(2026, 3, 9), "9 March 2026")]),
+    ("no more Friday 5 pm syncs", MON_19_JAN_2026, []),
+    ("Saturday at 5k pace", MON_19_JAN_2026, []),
     # Ranges: one span.
     ("We are going 18 to 22 June", MON_19_JAN_2026,
      [("18 to 22 June", date(2026, 6, 18), date(2026, 6, 22), "18–22 June 2026")]),
