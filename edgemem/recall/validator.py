@@ -203,6 +203,25 @@ def _names(line: _Line, name: str) -> bool:
     return False
 
 
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b", re.IGNORECASE)
+
+
+def _holding_sentence(body: str, words: set[str]) -> str:
+    """The sentence of a line sharing most of the answer's words (the first of a tie)."""
+    sentences = [x for x in re.split(r"(?<=[.!?])\s+", body) if x.strip()] or [body]
+    return max(sentences, key=lambda x: len(words & (set(tokens(x)) | set(re.findall(r"\d+", x)))))
+
+
+def _of_speaker(sentence: str) -> bool:
+    """The sentence speaks of the speaker only ("I'm starting to realize that self-care is important.")."""
+    return _FIRST_PERSON.search(sentence) is not None and _YOU.search(sentence) is None
+
+
+def _to_listener(sentence: str) -> bool:
+    """The sentence speaks of the listener only ("Great that you're prioritizing self-care.")."""
+    return _YOU.search(sentence) is not None and _FIRST_PERSON.search(sentence) is None
+
+
 def _holding(answer: str, lines: list[_Line], ignore: frozenset[str] = frozenset()) -> list[_Line]:
     """The lines holding most of the answer's words (all of them tied for the most); [] when none does.
     ``ignore``: words that say nothing of where the answer came from (the owner's name, restated)."""
@@ -322,11 +341,16 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False,
                 return "other_owner"
         elif not (_own_numbers(answer, question) and not owner.possessive):
             for line in holding:
-                if _names(line, owner.name) or line.header is None:
+                if line.header is None:
+                    break
+                said = _holding_sentence(line.body, answer_words - restated)
+                if (line.speaker or "").lower() == owner.name.lower() and _to_listener(said):
+                    continue  # the owner telling the listener about the listener: "Great that you're ..."
+                if _names(line, owner.name):
                     break
                 if line.header.strip().lower() == "computed" and not _QUOTED_HEADER.search(line.body):
                     break  # date maths ("13 September 2025 is a Saturday") belongs to no one
-                if line.speaker and not line.by_user(users) and _YOU.search(line.body) and (
+                if line.speaker and not line.by_user(users) and _YOU.search(line.body) and not _of_speaker(said) and (
                         not chat or owner.name.lower() in users):
                     break  # "love your bowls!" gives them to the listener (the user, in a chat)
                 if not owner.possessive and line.speaker is None:

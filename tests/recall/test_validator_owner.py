@@ -269,3 +269,16 @@ def test_a_name_addressed_at_the_start_of_a_line_is_not_a_mention() -> None:
     question = "What kind of place does Melanie want to create for people?"
     assert ownership(question, "a safe and inviting place for people to grow", said) == "other_owner"
     assert ownership(question.replace("Melanie", "Caroline"), "a safe and inviting place for people to grow", said) is None
+
+
+def test_a_line_is_whose_its_answering_sentence_is_about() -> None:
+    # The other speaker tells of herself in the sentence holding the answer: not the listener's, even
+    # though the line also says "you".
+    said = ("(25 May 2023, Melanie) Thanks, Caroline! Did you enjoy the race? I'm starting to realize that "
+            "self-care is really important.\n"
+            "(25 May 2023, Caroline) I totally agree. Great that you're prioritizing self-care, it's important.")
+    assert ownership("What did Caroline realize after her charity race?", "self-care is important", said) == "other_owner"
+    assert ownership("What did Melanie realize after her charity race?", "self-care is important", said) is None
+    # Praise for the listener still gives the thing to them.
+    praise = "(1 February 2023, Jon) Wow, Gina! You found the perfect spot for your store. Way to go, hard work's paying off!"
+    assert ownership("What did Jon say about Gina's progress with her store?", "hard work's paying off", praise) is None
