@@ -271,8 +271,8 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False,
     ``digest`` (a summary over many lines, or a suggestion made from them): the checks that look for
     the one line holding the answer do not apply. "Give me a rundown of everything around Nina's
     wedding" is answered from the user's own lines about flights and a guesthouse, which never name
-    Nina; on the personal tune set all four such summaries and one suggestion the check refused were
-    right.
+    Nina; in the saved runs on the tune side (LoCoMo and personal) all four summaries and the one
+    suggestion the check refused were answerable.
 
     Measured (previous, narrower rules) on LoCoMo conv-26 with the turns behind the packed notes and
     the gold or adversarial answer: 22 of 47 adversarial questions flagged, 1 of 152 answerable ones."""
