@@ -282,3 +282,21 @@ def test_a_line_is_whose_its_answering_sentence_is_about() -> None:
     # Praise for the listener still gives the thing to them.
     praise = "(1 February 2023, Jon) Wow, Gina! You found the perfect spot for your store. Way to go, hard work's paying off!"
     assert ownership("What did Jon say about Gina's progress with her store?", "hard work's paying off", praise) is None
+
+
+def test_a_summary_the_pipeline_drafts_is_not_refused_for_lines_that_never_name_its_subject(settings, embedder) -> None:
+    summary = "Flights to Seville on 11 September, back 16 September; staying at Casa Azahar in Triana."
+    llm = ScriptedLLM([summary, '{"grounded": true}', summary, '{"grounded": true}'])
+    eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
+    try:
+        for when, text in [("2025-02-03T19:00:00", "big news, my sister Nina is getting married!! Seville, 13 September"),
+                           ("2025-06-20T19:00:00", "wedding flights booked: Manchester to Seville, Thursday 11 September, back Tuesday 16th"),
+                           ("2025-06-20T19:05:00", "we're staying at Casa Azahar, a guesthouse in Triana")]:
+            eng.remember(text, when=when, speaker="Maya", process=True)
+        eng.remember("Diego is lovely", when="2025-05-04T19:00:00", speaker="Hannah", process=True)
+        out = pipeline.run(eng.store.conn, "Give me a rundown of everything around Nina's wedding.", llm=llm,
+                           embed=eng.runtime.embed, router=FixedRouter("broad-summarization"))
+        assert out.trace["stages"]["validate0"]["stage"] != "wrong_owner"
+        assert out.text == summary
+    finally:
+        eng.close()
