@@ -46,10 +46,31 @@ EVIDENCE_HELP = ("retrieved (what each system finds), oracle (the notes of the g
 STEPS_HELP = "Write-path steps at ingestion: default (gate, clusters, ... with the model) or none (notes only: fast)."
 
 
+BUDGET_HELP = ("Replace a tag's Tier-2 raw budget for this run, TAG=TOKENS (repeatable): to judge budgets by"
+               " answer quality, e.g. --budget targeted-extraction=400.")
+
+
+def parse_budgets(values: list[str] | None) -> dict[str, int] | None:
+    """``["targeted-extraction=400", ...]`` → ``{"targeted-extraction": 400}``; BadInput on a bad item."""
+    from edgemem.recall import packer
+
+    if not values:
+        return None
+    out: dict[str, int] = {}
+    for value in values:
+        tag, sep, tokens = value.partition("=")
+        tag = tag.strip()
+        if not sep or tag not in packer.TIER2_BUDGET or not tokens.strip().isdigit() or int(tokens) < 1:
+            raise BadInput(f"--budget takes TAG=TOKENS with TAG one of {', '.join(packer.TIER2_BUDGET)}"
+                           f" and a positive number, got {value!r}")
+        out[tag] = int(tokens)
+    return out
+
+
 def _run(ctx: typer.Context, benchmark: str, path: Path, only: list[str] | None, limit_questions: int | None,
          seed: int, system: str, retrieval_only: bool, steps: str, out: Path | None, resume: bool,
          keep_stores: bool, stores: Path | None = None, split: str | None = None,
-         evidence: str = "retrieved") -> None:
+         evidence: str = "retrieved", budgets: list[str] | None = None) -> None:
     from edgemem.eval import harness, locomo, longmemeval
 
     settings, as_json = _root(ctx)
@@ -75,7 +96,7 @@ def _run(ctx: typer.Context, benchmark: str, path: Path, only: list[str] | None,
         benchmark=benchmark, path=Path(path).expanduser(), out=out, system=system, retrieval_only=retrieval_only,
         steps=steps, seed=seed, limit=limit_questions, only=list(only) if only else None, resume=resume,
         keep_stores=keep_stores, progress=not as_json, stores=Path(stores).expanduser() if stores else None,
-        evidence=evidence,
+        evidence=evidence, budgets=parse_budgets(budgets),
     )
     echo = (lambda m: typer.echo(m, err=True)) if not as_json else None
     summary = harness.run(run_config, conversations, module.BENCHMARK, settings, echo=echo)
@@ -98,10 +119,11 @@ def locomo_command(
     stores: Optional[Path] = typer.Option(None, "--stores", help="Keep and reuse the conversations' stores in this folder (shared by runs: ingest once)."),
     split: Optional[str] = typer.Option(None, "--split", help="Only the conversations of this split: tune or check (edgemem.eval.splits)."),
     evidence: str = typer.Option("retrieved", "--evidence", help=EVIDENCE_HELP),
+    budget: Optional[list[str]] = typer.Option(None, "--budget", help=BUDGET_HELP),
 ) -> None:
     """Evaluate on a LoCoMo-format file: per-category F1, BLEU-1, abstention, recall@k, routing, cost."""
     _run(ctx, "locomo", path, sample, limit_questions, seed, system, retrieval_only, steps, out, resume, keep_stores,
-         stores, split, evidence)
+         stores, split, evidence, budget)
 
 
 @eval_app.command("longmemeval")

@@ -45,6 +45,7 @@ from edgemem.errors import BadInput, EdgememError
 from edgemem.eval import baselines
 from edgemem.eval.systems import System, SystemOutput
 from edgemem.ingest.importers import ChatSession, import_sessions
+from edgemem.recall import packer
 from edgemem.store import notes as notes_store
 from edgemem.store import raw as raw_store
 
@@ -93,6 +94,7 @@ class RunConfig:
     progress: bool = True
     stores: Path | None = None  # where conversations' stores live (default: <out>/stores); shareable across runs
     evidence: str = "retrieved"  # retrieved | oracle (the gold evidence turns are packed) | both
+    budgets: dict[str, int] | None = None  # Tier-2 raw budgets replaced for this run (``--budget TAG=N``)
 
     @property
     def variants(self) -> list[str]:
@@ -115,7 +117,8 @@ class RunConfig:
         """The fields a resumed run must share with the run it continues."""
         return {"benchmark": self.benchmark, "file_sha256": file_sha256, "system": self.system,
                 "evidence": self.evidence, "retrieval_only": self.retrieval_only, "steps": self.steps, "seed": self.seed,
-                "limit": self.limit, "only": sorted(self.only) if self.only else None}
+                "limit": self.limit, "only": sorted(self.only) if self.only else None,
+                **({"budgets": dict(sorted(self.budgets.items()))} if self.budgets else {})}
 
 
 @dataclass
@@ -563,7 +566,7 @@ def run(
     errors = 0
     started = time.perf_counter()
     try:
-        with progress_bar(config.progress) as bar:
+        with progress_bar(config.progress) as bar, packer.budgets_overridden(config.budgets or {}):
             qtask = bar.add_task("questions", total=len(jobs), completed=len(predictions.done & jobs))
             for conv in conversations:
                 todo = [q for q in conv.questions if q.key in wanted

@@ -556,3 +556,25 @@ def test_systems_and_oracle_evidence_answer_the_same_questions_on_shared_stores(
     with pytest.raises(AssertionError, match="ingested again"):
         run_locomo(config(path, tmp_path / "run3", only=["syn-1"], stores=stores, steps="default"), settings,
                    answering_llm(), embedder)
+
+
+def test_a_budget_given_for_the_run_packs_the_notes_and_is_recorded(tmp_path, settings, embedder):
+    """--budget TAG=N: the run's packs hold no more than N raw tokens; the run says which budgets it had."""
+    from edgemem.eval.cli import parse_budgets
+    from edgemem.recall import packer
+
+    path = locomo_file(tmp_path / "synthetic-locomo.json")
+    default = run_locomo(config(path, tmp_path / "plain", system="edgemem", retrieval_only=True, only=["syn-1"]), settings, ScriptedLLM(), embedder)
+    budgets = parse_budgets(["targeted-extraction=20", "temporal-reasoning=20", "broad-summarization=20"])
+    small = run_locomo(config(path, tmp_path / "small", system="edgemem", retrieval_only=True, only=["syn-1"], budgets=budgets),
+                       settings, ScriptedLLM(), embedder)
+    assert small["run"]["budgets"] == {"broad-summarization": 20, "targeted-extraction": 20, "temporal-reasoning": 20}
+    assert "budgets" not in default["run"]
+    packed = [r for r in read_records(tmp_path / "small") if r["route_tag"] in budgets]
+    assert packed and all(r["packed_tokens"] <= 20 for r in packed)
+    assert max(r["packed_tokens"] for r in read_records(tmp_path / "plain")) > 20
+    assert packer.FITTED_BUDGET["targeted-extraction"] == 400  # restored after the run
+    with pytest.raises(BadInput, match="--budget takes TAG=TOKENS"):
+        parse_budgets(["targeted=400"])
+    with pytest.raises(BadInput, match="--budget takes TAG=TOKENS"):
+        parse_budgets(["targeted-extraction=lots"])

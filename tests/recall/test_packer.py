@@ -197,7 +197,24 @@ def test_a_fitted_budget_is_the_whole_raw_allowance(small_llm) -> None:
         assert packed.budgets["raw"] == FITTED_BUDGET[tag] >= packed.tokens_by_slot["raw"] > FITTED_BUDGET[tag] - 80
     broad = pack("pottery?", "broad-summarization", chunks, count, ceiling=20_000)
     assert broad.budgets["raw"] == PAPER_SCALED_BUDGET["broad-summarization"] + SUMMARY_BUDGET + PINNED_BUDGET
-    assert TIER2_BUDGET["targeted-extraction"] == FITTED_BUDGET["targeted-extraction"] == 600
+    assert TIER2_BUDGET["targeted-extraction"] == FITTED_BUDGET["targeted-extraction"] == 400
+
+
+def test_budgets_overridden_replaces_a_budget_for_the_block_only(small_llm) -> None:
+    from edgemem.recall.packer import budgets_overridden
+
+    count = small_llm.count_tokens
+    chunks = [raw(i, score=1.0 - i / 1000) for i in range(200)]
+    before = dict(TIER2_BUDGET), dict(FITTED_BUDGET)
+    with budgets_overridden({"targeted-extraction": 150, "broad-summarization": 300}):
+        assert pack("pottery?", "targeted-extraction", chunks, count, ceiling=20_000).budgets["raw"] == 150
+        broad = pack("pottery?", "broad-summarization", chunks, count, ceiling=20_000)
+        assert broad.budgets["raw"] == 300 >= broad.tokens_by_slot["raw"]  # a whole allowance: no flow-down
+    assert (dict(TIER2_BUDGET), dict(FITTED_BUDGET)) == before
+    assert pack("pottery?", "targeted-extraction", chunks, count, ceiling=20_000).budgets["raw"] == 400
+    with pytest.raises(ValueError, match="unknown action tag"), budgets_overridden({"gossip": 10}):
+        pass
+    assert (dict(TIER2_BUDGET), dict(FITTED_BUDGET)) == before
 
 
 def test_profile_injection_has_no_raw_slot(small_llm) -> None:
