@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from edgemem.eval.budgets import Point, fit
+from edgemem.recall.packer import TIER2_BUDGET
 
 
 def test_fit_picks_the_smallest_budget_keeping_the_coverage() -> None:
@@ -17,7 +18,7 @@ def test_fit_picks_the_smallest_budget_keeping_the_coverage() -> None:
     assert targeted["fitted"] == 400  # 200 keeps 0.8 of 0.9: under 98%
     assert fit(points, 0.85)["targeted-extraction"]["fitted"] == 200
     assert table["temporal-reasoning"]["fitted"] == 400
-    assert targeted["current"] == 600
+    assert targeted["current"] == TIER2_BUDGET["targeted-extraction"]  # the budget in use, beside the fit
 
 
 def test_a_missing_file_or_store_is_a_one_line_error(tmp_path, capsys) -> None:
