@@ -217,8 +217,13 @@ def run(
         if drafted is not None:
             _report(on_stage, "checking", attempt=attempt)
         t = time.perf_counter()
+        # The ownership check reads a wider pack than the model (packer.CHECK_BUDGET): it costs no
+        # prefill, and whose a line is shows in the lines around it.
+        wide = packer.check_budget(tag) if notes_budget is None else None
+        owners = packed.text if wide is None else packer.pack(
+            question, tag, gathered.items, count, ceiling=ceiling, tier2_budget=wide).text
         verdict = validator.validate(question, text, packed.text, llm, prefix=drafted.messages if drafted else None,
-                                     owner_strict=owner_strict, digest=digest)
+                                     owner_strict=owner_strict, digest=digest, owner_context=owners)
         stages[f"validate{attempt}"] = {"ms": _ms(t), "stage": verdict.stage, "grounded": verdict.grounded,
                                         "tokens": verdict.tokens, "judge": verdict.judge, "reason": verdict.reason,
                                         "cached_tokens": verdict.cached_tokens}
@@ -228,7 +233,7 @@ def run(
             trace["pipeline_tokens"] = _pipeline_tokens(stages)
             trace["total_ms"] = _ms(start)
             return Outcome(text, cited, trace)
-        if attempt == 0 and verdict.reason == "other_owner" and validator.names_someone(question, packed.text):
+        if attempt == 0 and verdict.reason == "other_owner" and validator.names_someone(question, owners):
             # The notes say it of someone other than the person asked about: the question's premise is
             # someone else's (LoCoMo's adversarial questions swap the speaker). A retry with wider
             # retrieval only gives the model a second chance to paraphrase past the check. Measured on

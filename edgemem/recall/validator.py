@@ -456,16 +456,18 @@ def judge_messages(prefix: list[dict[str, str]], answer: str) -> list[dict[str, 
 
 def validate(question: str, answer: str, context: str, llm: Any | None,
              prefix: list[dict[str, str]] | None = None, *, owner_strict: bool = False,
-             digest: bool = False) -> Verdict:
+             digest: bool = False, owner_context: str | None = None) -> Verdict:
     """B.3's cascade, cheapest first. ``prefix`` is the answer prompt's messages: the judge then
     continues that conversation (shared KV prefix) instead of prefilling the context a second time.
     ``owner_strict``: the ownership check in its strict form; ``digest``: the answer sums up or
-    suggests from many lines (both :func:`ownership`)."""
+    suggests from many lines (both :func:`ownership`). ``owner_context``: what the ownership check
+    reads instead of ``context`` (a wider pack than the model's: the check costs no prefill)."""
     if is_hard_failure(answer):
         return Verdict(False, "hard_failure", judge="skipped: hard failure")
     if rule_quoted(answer, context):
         return Verdict(True, "rule_verdict", judge="skipped: verdict quotes a rule from the context")
-    why = ownership(question, answer, context, strict=owner_strict, digest=digest)
+    why = ownership(question, answer, context if owner_context is None else owner_context,
+                    strict=owner_strict, digest=digest)
     if why is not None:
         return Verdict(False, "wrong_owner", judge=f"skipped: {why}", reason=why)
     invented = invented_name(answer, context)

@@ -300,3 +300,36 @@ def test_a_summary_the_pipeline_drafts_is_not_refused_for_lines_that_never_name_
         assert out.text == summary
     finally:
         eng.close()
+
+
+def test_the_ownership_check_reads_a_wider_pack_than_the_model(settings, embedder, monkeypatch) -> None:
+    """The model reads the tag's budget; the ownership check reads packer.CHECK_BUDGET's wider pack,
+    so the line showing whose the thing is counts even when the model's pack left it out."""
+    from edgemem.recall import packer
+
+    eng = Engine.open(settings, llm=ScriptedLLM(), embedder=embedder, steps=[])
+    try:
+        for when, speaker, text in [
+            ("2023-08-10T10:00:00", "John", "I love learning new things, languages especially, it keeps my brain busy."),
+            ("2023-08-12T10:00:00", "Maria", "Guess what, I started learning German this month! It's so tough."),
+        ]:
+            eng.remember(text, when=when, speaker=speaker, process=True)
+        question = "What new language has John started learning?"
+
+        def ask() -> tuple[pipeline.Outcome, ScriptedLLM]:
+            llm = ScriptedLLM(default="German")
+            with packer.budgets_overridden({"targeted-extraction": 24}):  # the model sees one line
+                out = pipeline.run(eng.store.conn, question, llm=llm, embed=eng.runtime.embed,
+                                   router=FixedRouter("targeted-extraction"))
+            return out, llm
+
+        out, llm = ask()
+        shown = llm.calls[0].messages[-1]["content"]
+        assert "German" not in shown and "languages especially" in shown  # the model read John's line alone
+        assert out.text == ABSTAIN and out.trace["owner_refused"]
+        assert out.trace["stages"]["validate0"]["reason"] == "other_owner"
+        monkeypatch.setattr(packer, "CHECK_BUDGET", {})  # the check reads only the model's pack
+        out, _ = ask()
+        assert out.text == "German"
+    finally:
+        eng.close()
