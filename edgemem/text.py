@@ -48,6 +48,9 @@ MONTH_NAMES = (
     "July", "August", "September", "October", "November", "December",
 )
 
+# Where a sentence ends: after . ! or ? and the space before the next sentence (the packer's sentence
+# extraction and the write path's sentence vectors cut text the same way).
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'\-]*[A-Za-z]|[A-Za-z]")
 _CAP_RUN = re.compile(r"\b(?:[A-Z][a-zA-Z'\-]+)(?:\s+(?:of|the|de|van|von)?\s*[A-Z][a-zA-Z'\-]+)*")
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,60})[\"”]")

@@ -15,7 +15,34 @@ import numpy as np
 
 from edgemem.ingest.dates import annotate, resolve_dates
 from edgemem.store.raw import Turn
-from edgemem.text import day_label, extract_entities, extract_keywords
+from edgemem.text import SENTENCE_END, day_label, extract_entities, extract_keywords
+
+
+SENTENCE_MIN_WORDS = 3  # "Wow!" or "Thanks, Mel." alone says nothing a question asks about
+MAX_SENTENCES = 12  # a long chunk's sentences are grouped into at most this many spans
+
+
+def sentences(text: str) -> list[str]:
+    """The spans of ``text`` that get a vector of their own: its sentences of SENTENCE_MIN_WORDS
+    words or more (shorter ones join the next), grouped into at most MAX_SENTENCES consecutive spans
+    for a long chunk. Empty for a text of one such sentence: its note vector already is that."""
+    spans: list[str] = []
+    carry = ""
+    for part in SENTENCE_END.split(text.strip()):
+        part = f"{carry} {part}".strip() if carry else part
+        if len(part.split()) < SENTENCE_MIN_WORDS:
+            carry = part
+            continue
+        spans.append(part)
+        carry = ""
+    if carry and spans:
+        spans[-1] = f"{spans[-1]} {carry}"
+    if len(spans) < 2:
+        return []
+    if len(spans) > MAX_SENTENCES:
+        size = -(-len(spans) // MAX_SENTENCES)
+        spans = [" ".join(spans[i:i + size]) for i in range(0, len(spans), size)]
+    return spans
 
 
 @dataclass
@@ -30,10 +57,16 @@ class NoteDraft:
     event_time: str
     embedding: np.ndarray | None = None
     tags: list[str] = field(default_factory=list)
+    sentence_vectors: np.ndarray | None = None  # one row per span of :func:`sentences`, or None
 
     @property
     def embed_text(self) -> str:
         return f"{self.speaker}: {self.content}" if self.speaker else self.content
+
+    @property
+    def sentence_texts(self) -> list[str]:
+        """What each sentence vector embeds: the span, after the speaker as the note vector has it."""
+        return [f"{self.speaker}: {s}" if self.speaker else s for s in sentences(self.content)]
 
 
 def draft(turn: Turn, source_title: str | None = None) -> NoteDraft:
@@ -61,10 +94,17 @@ def draft(turn: Turn, source_title: str | None = None) -> NoteDraft:
 
 
 def build(turns: list[tuple[Turn, str | None]], embed) -> list[NoteDraft]:
-    """Drafts for a batch of turns, embedded in one call (batching is ~10x faster than one by one)."""
+    """Drafts for a batch of turns, each note and its sentences embedded in one call (batching is
+    ~10x faster than one by one)."""
     drafts = [draft(turn, title) for turn, title in turns]
     if drafts:
-        vectors = embed([d.embed_text for d in drafts])
-        for d, v in zip(drafts, vectors, strict=True):
-            d.embedding = np.asarray(v, dtype=np.float32)
+        spans = [d.sentence_texts for d in drafts]
+        vectors = np.asarray(embed([d.embed_text for d in drafts] + [t for texts in spans for t in texts]),
+                             dtype=np.float32)
+        at = len(drafts)
+        for d, v, texts in zip(drafts, vectors[:at], spans, strict=True):
+            d.embedding = v
+            if texts:
+                d.sentence_vectors = vectors[at:at + len(texts)]
+                at += len(texts)
     return drafts

@@ -88,7 +88,8 @@ def settle(conn: Any, draft: NoteDraft, plans: Sequence[StepPlan]) -> int:
     the draft became or was merged into. The insert happens here and only here, once per note job,
     so every raw turn has its own note row even when the gate merges it into an older note."""
     note_id = notes.insert(
-        conn, raw_ids=draft.raw_ids, content=draft.content, embedding=draft.embedding, event_time=draft.event_time,
+        conn, raw_ids=draft.raw_ids, content=draft.content, embedding=draft.embedding,
+        sentences=draft.sentence_vectors, event_time=draft.event_time,
         context=draft.context, keywords=draft.keywords, entities=draft.entities, tags=draft.tags, dates=draft.dates,
         speaker=draft.speaker,
     )
@@ -196,7 +197,8 @@ class Worker:
                 sources[turn.source_id] = raw.source_by_id(conn, turn.source_id)
             source = sources[turn.source_id]
             text = self._note_text(conn, turn, source)
-            total += len(text) + TEXT_OVERHEAD_CHARS
+            # The note is embedded whole and sentence by sentence (note_step.sentences): both count.
+            total += sum(len(t) + TEXT_OVERHEAD_CHARS for t in [text, *note_step.sentences(text)])
             if items and total > allowed:
                 break
             items.append((turn if text == turn.text else dataclasses.replace(turn, text=text),

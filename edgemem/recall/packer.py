@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from edgemem.errors import ContextTooLong
 from edgemem.recall.evidence import Evidence, jaccard, terms
+from edgemem.text import SENTENCE_END
 
 __all__ = [
     "Packed", "pack", "ceiling_for", "top_sentences", "PAPER_CEILING", "PAPER_TIER2_BUDGET",
@@ -146,13 +147,10 @@ def _shingles(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower()))
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
-
-
 def top_sentences(text: str, question: str, k: int = TOP_SENTENCES) -> str:
     """The ``k`` sentences sharing most content terms with the question, in their original order
     (A.3 sentence-level extraction; ties go to the earlier sentence)."""
-    sentences = _SENTENCE.split(text.strip())
+    sentences = SENTENCE_END.split(text.strip())
     if len(sentences) <= k:
         return text.strip()
     wanted = terms(question)

@@ -14,6 +14,7 @@ _DERIVED = ("links", "note_keywords", "keywords", "profile_sources", "profile", 
 def reset(conn: Any, *, embed_model: str | None = None, dim: int | None = None) -> None:
     conn.execute("DELETE FROM notes_fts")
     conn.execute("DELETE FROM note_vec")
+    conn.execute("DELETE FROM note_sentences")
     conn.execute("DELETE FROM cluster_vec")
     conn.execute("DELETE FROM topic_vec")
     for table in _DERIVED:

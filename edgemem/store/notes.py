@@ -1,7 +1,7 @@
 """Notes with their FTS5 (sparse) and vec0 (dense) rows kept in step.
 
-Only *active* notes have rows in ``notes_fts`` and ``note_vec``: a merged or forgotten note leaves
-both indexes in the same transaction, so no search can return it.
+Only *active* notes have rows in ``notes_fts``, ``note_vec`` and ``note_sentences``: a merged or
+forgotten note leaves the indexes in the same transaction, so no search can return it.
 """
 
 from __future__ import annotations
@@ -71,12 +71,35 @@ def _vec_row(conn: Any, note_id: int, embedding: Sequence[float] | np.ndarray) -
     conn.execute("INSERT INTO note_vec(note_id, embedding) VALUES (?, ?)", (note_id, blob(embedding)))
 
 
+def _sentence_rows(conn: Any, note_id: int, sentences: np.ndarray | None) -> None:
+    """Replace the note's sentence vectors (stored as float16: cosine within ~1e-3 of float32)."""
+    conn.execute("DELETE FROM note_sentences WHERE note_id = ?", (note_id,))
+    if sentences is not None and len(sentences):
+        rows = np.asarray(sentences, dtype=np.float16)
+        conn.executemany("INSERT INTO note_sentences(note_id, seq, embedding) VALUES (?, ?, ?)",
+                         [(note_id, i, row.tobytes()) for i, row in enumerate(rows)])
+
+
+def sentence_vectors(conn: Any, ids: Sequence[int]) -> dict[int, np.ndarray]:
+    """The stored sentence vectors of each note that has them: note id -> (n, dim) float32."""
+    out: dict[int, list[np.ndarray]] = {}
+    ids = list(dict.fromkeys(ids))
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        for note_id, vec in conn.execute(
+                f"SELECT note_id, embedding FROM note_sentences WHERE note_id IN ({marks}) ORDER BY note_id, seq", chunk):
+            out.setdefault(note_id, []).append(np.frombuffer(vec, dtype=np.float16))
+    return {k: np.asarray(v, dtype=np.float32) for k, v in out.items()}
+
+
 def insert(
     conn: Any,
     *,
     raw_ids: Iterable[int],
     content: str,
     embedding: Sequence[float] | np.ndarray,
+    sentences: np.ndarray | None = None,
     event_time: str,
     context: str = "",
     keywords: list[str] | None = None,
@@ -102,6 +125,7 @@ def insert(
     conn.executemany("INSERT OR IGNORE INTO note_sources(note_id, raw_id) VALUES (?, ?)", [(note_id, r) for r in raw_ids])
     _fts_row(conn, note_id, content, context, keywords)
     _vec_row(conn, note_id, embedding)
+    _sentence_rows(conn, note_id, sentences)
     return note_id
 
 
@@ -134,10 +158,14 @@ def update(
     dates: list[dict] | None = None,
     embedding: Sequence[float] | np.ndarray | None = None,
 ) -> Note:
-    """Rewrite derived fields of an active note (merge, evolution); bumps its version."""
+    """Rewrite derived fields of an active note (merge, evolution); bumps its version. New content
+    drops the note's sentence vectors (they described the old text): retrieval then scores it by its
+    note vector."""
     note = get(conn, note_id)
     if note is None:
         raise KeyError(note_id)
+    if content is not None and content != note.content:
+        _sentence_rows(conn, note_id, None)
     note.content = content if content is not None else note.content
     note.context = context if context is not None else note.context
     note.keywords = keywords if keywords is not None else note.keywords
@@ -163,6 +191,7 @@ def mark_merged(conn: Any, note_id: int, into: int) -> None:
     conn.execute("UPDATE notes SET status = 'merged', merged_into = ?, updated_at = ? WHERE id = ?", (into, now(), note_id))
     conn.execute("DELETE FROM notes_fts WHERE rowid = ?", (note_id,))
     conn.execute("DELETE FROM note_vec WHERE note_id = ?", (note_id,))
+    _sentence_rows(conn, note_id, None)
 
 
 def delete(conn: Any, note_id: int) -> None:

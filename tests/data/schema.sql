@@ -87,6 +87,13 @@ CREATE TABLE note_keywords (
     keyword_id INTEGER NOT NULL REFERENCES keywords(id) ON DELETE CASCADE,
     PRIMARY KEY (note_id, keyword_id)
 ) WITHOUT ROWID;
+-- table note_sentences
+CREATE TABLE note_sentences (
+    note_id   INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+    seq       INTEGER NOT NULL,
+    embedding BLOB NOT NULL,
+    PRIMARY KEY (note_id, seq)
+) WITHOUT ROWID;
 -- table note_sources
 CREATE TABLE note_sources (
     note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,

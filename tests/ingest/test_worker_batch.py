@@ -40,11 +40,17 @@ def vectors_by_raw(store: Store) -> dict[int, np.ndarray]:
     return {notes.get(conn, i).raw_id: v for i, v in by_note.items()}
 
 
+def sentences_by_raw(store: Store) -> dict[int, np.ndarray]:
+    conn = store.conn
+    by_note = notes.sentence_vectors(conn, notes.active_ids(conn))
+    return {notes.get(conn, i).raw_id: v for i, v in by_note.items()}
+
+
 def test_batched_embeddings_equal_one_by_one(tmp_path: Path, embedder) -> None:
     doc = tmp_path / "guide.md"
     doc.write_text("# Guide\n\n" + "\n\n".join(f"## Part {i}\n\n" + f"Step {i} of the guide explains the setup. " * (8 + 9 * i)
                                               for i in range(6)) + "\n")
-    got = {}
+    got, spans = {}, {}
     for batch in (32, 1):
         store = open_store(tmp_path / f"b{batch}.db", embedder)
         try:
@@ -56,11 +62,18 @@ def test_batched_embeddings_equal_one_by_one(tmp_path: Path, embedder) -> None:
             assert jobs.counts(store.conn) == {"done": n} and backlog(store.conn) == {"records": 0, "jobs": 0}
             assert worker.embed_calls == (n if batch == 1 else 2)  # the first batch is sized cautiously
             got[batch] = vectors_by_raw(store)
+            spans[batch] = sentences_by_raw(store)
         finally:
             store.close()
     assert got[32].keys() == got[1].keys()
     for raw_id, v in got[32].items():
         np.testing.assert_allclose(v, got[1][raw_id], atol=1e-5)
+    # The guide's chunks have several sentences each (the chat turns one): each chunk's sentence
+    # vectors, float16 in the store, are the same batched or not.
+    assert len(spans[32]) == len(chunk_document(doc.read_text())) and spans[32].keys() == spans[1].keys()
+    for raw_id, v in spans[32].items():
+        assert v.shape[0] >= 2
+        np.testing.assert_allclose(v, spans[1][raw_id], atol=2e-3)
 
 
 def test_file_chunks_get_their_heading_path_and_no_model_call(tmp_path: Path, embedder) -> None:
@@ -175,3 +188,18 @@ def test_back_to_back_requests_cannot_stop_the_write_path(tmp_path: Path, embedd
         assert jobs.counts(store.conn) == {"done": 2}
     finally:
         store.close()
+
+
+def test_sentences_are_the_spans_of_three_words_or_more() -> None:
+    from edgemem.ingest.notes import MAX_SENTENCES, sentences
+
+    assert sentences("I painted a lake sunrise last year.") == []  # one sentence: the note vector is it
+    assert sentences("Wow! I painted a lake sunrise. It hangs in the hall now.") == [
+        "Wow! I painted a lake sunrise.", "It hangs in the hall now."]  # "Wow!" joins the next sentence
+    assert sentences("Thanks, Mel. Great!") == []
+    assert sentences("I ran ten miles today. So tired. Yes!") == ["I ran ten miles today.", "So tired. Yes!"]
+    assert sentences("I ran ten miles today. Yes!") == []  # the short tail joins the last span: one span
+    long = " ".join(f"Sentence number {i} is here." for i in range(30))
+    spans = sentences(long)
+    assert len(spans) == 10 and spans[0] == "Sentence number 0 is here. Sentence number 1 is here. Sentence number 2 is here."
+    assert len(spans) <= MAX_SENTENCES and " ".join(spans) == long
