@@ -23,7 +23,7 @@ import numpy as np
 
 from edgemem.recall import preprocess
 from edgemem.recall.evidence import TIME_FRAME_TERMS, Evidence, terms
-from edgemem.recall.retrieve import Hit, hybrid, multi_path, prefer_speaker, rrf, with_replies
+from edgemem.recall.retrieve import Hit, hybrid, multi_path, prefer_speaker, rrf, sentence_rerank, with_replies
 from edgemem.store import links, notes, search
 from edgemem.store import profile as profile_store
 from edgemem.text import extract_entities, extract_keywords
@@ -116,8 +116,8 @@ def _tier2(conn: Any, question: str, embed: Callable, vector: np.ndarray, query:
         for anchor, avec in zip(anchors, embed(anchors), strict=True):
             ranked[f"entity:{anchor}"] = [h.note_id for h in hybrid(conn, anchor, avec, TOP_K["base"])]
             weights[f"entity:{anchor}"] = ENTITY_WEIGHT
-    hits, speaker = prefer_speaker(conn, question, with_replies(conn, rrf(ranked, weights=weights)), TOP_K["tier2"])
-    return hits, {"anchors": anchors, "speaker": speaker}
+    hits, speaker = prefer_speaker(conn, question, with_replies(conn, rrf(ranked, weights=weights)), None)
+    return sentence_rerank(conn, vector, hits, TOP_K["tier2"]), {"anchors": anchors, "speaker": speaker}
 
 
 def _tier3(conn: Any, tag: str, question: str, embed: Callable, vector: np.ndarray, llm: Any | None,
@@ -133,8 +133,8 @@ def _tier3(conn: Any, tag: str, question: str, embed: Callable, vector: np.ndarr
                 ranked[f"anchor:{anchor}"] = [h.note_id for h in hybrid(conn, anchor, avec, TOP_K["base"])]
             hits = rrf(ranked)
             info["anchors"] = anchors
-    hits, info["speaker"] = prefer_speaker(conn, question, with_replies(conn, hits), k)
-    return hits, info
+    hits, info["speaker"] = prefer_speaker(conn, question, with_replies(conn, hits), None)
+    return sentence_rerank(conn, vector, hits, k), info
 
 
 def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | None = None,

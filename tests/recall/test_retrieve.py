@@ -176,3 +176,77 @@ def test_profile_facts_are_pinned_by_what_is_asked_not_by_its_time_frame(setting
             "maya — dog: 4 year old whippet (identity)"]
     finally:
         eng.close()
+
+
+# --- the sentence pathway ---------------------------------------------------------------------------
+LONG = [
+    ("Maria", "The shelter fundraiser ran late and the kitchen flooded twice. We counted the donations, stacked the"
+              " chairs and drove the leftover soup to the church. I sat with a little girl who was all alone because"
+              " she missed her mum. Next month we are planning a bake sale and a winter coat drive."),
+    ("John", "My little girl started school this week."),
+    ("Maria", "Sitting with the kids at the shelter is my favourite part."),
+    ("John", "Why did you sit by the window?"),
+]
+
+
+def sentence_store(path: Path, embedder) -> Store:
+    """Notes of ``LONG`` as the write path stores them: the note vector and, for a note of several
+    sentences, one vector per sentence (``ingest.notes.build``)."""
+    from edgemem.ingest.notes import NoteDraft, sentences
+
+    s = Store(path, embed_model=embedder.name, dim=embedder.dim)
+    with s.transaction() as conn:
+        for i, (who, text) in enumerate(LONG, start=1):
+            spans = [f"{who}: {x}" for x in sentences(text)]
+            vectors = embedder.embed([f"{who}: {text}", *spans])
+            draft = NoteDraft([], text, "", [], [], [], who, f"2023-02-0{i}T10:00:00")
+            assert draft.sentence_texts == spans
+            notes.insert(conn, raw_ids=[], content=text, embedding=vectors[0], sentences=vectors[1:] if spans else None,
+                         event_time=draft.event_time, speaker=who)
+    return s
+
+
+def test_a_long_line_is_found_by_its_one_answering_sentence(tmp_path: Path, embedder) -> None:
+    store = sentence_store(tmp_path / "s.db", embedder)
+    try:
+        question = "Why did Maria sit with the little girl?"
+        query = tiers.content_query(question, ["Maria", "John"])
+        vector = embedder.embed([query])[0]
+        whole = notes.vectors(store.conn, [1, 2, 3, 4])
+        parts = notes.sentence_vectors(store.conn, [1, 2, 3, 4])
+        assert list(parts) == [1] and parts[1].shape == (4, embedder.dim)  # only the line of several sentences
+        # The whole line is diluted by the rest of it; its third sentence matches best of all.
+        assert max(float(whole[i] @ vector) for i in (2, 3, 4)) < float(max(parts[1] @ vector))
+        assert float(whole[1] @ vector) < min(float(whole[i] @ vector) for i in (2, 3, 4))
+        hits = [Hit(4, 0.0310), Hit(2, 0.0308), Hit(3, 0.0305), Hit(1, 0.0300)]  # fused order: the long line last
+        ranked = retrieve.sentence_rerank(store.conn, vector, hits, 4)
+        assert [h.note_id for h in ranked] == [4, 1, 3, 2]
+        assert ranked[1].pathways == {"sentence": 1}
+        assert ranked[1].score == pytest.approx(0.0300 + retrieve.SENTENCE_WEIGHT / (retrieve.RRF_K + 1))
+        # Weight 0 leaves the fused order; k cuts.
+        assert retrieve.sentence_rerank(store.conn, vector, hits, 2, weight=0) == hits[:2]
+    finally:
+        store.close()
+
+
+def test_new_content_merging_or_forgetting_drops_a_note_s_sentence_vectors(tmp_path: Path, embedder) -> None:
+    store = sentence_store(tmp_path / "s.db", embedder)
+    try:
+        with store.transaction() as conn:
+            notes.update(conn, 1, context="said by Maria")  # the text is unchanged: its sentences stay
+            assert list(notes.sentence_vectors(conn, [1])) == [1]
+            notes.update(conn, 1, content="The shelter event was busy.")
+            assert notes.sentence_vectors(conn, [1]) == {}
+        sentence_store(tmp_path / "t.db", embedder).close()
+        other = Store(tmp_path / "t.db", embed_model=embedder.name, dim=embedder.dim)
+        with other.transaction() as conn:
+            notes.mark_merged(conn, 1, 3)
+            assert notes.sentence_vectors(conn, [1]) == {}
+        other.close()
+        third = sentence_store(tmp_path / "u.db", embedder)
+        with third.transaction() as conn:
+            notes.delete(conn, 1)
+            assert conn.execute("SELECT count(*) FROM note_sentences").fetchone()[0] == 0
+        third.close()
+    finally:
+        store.close()
