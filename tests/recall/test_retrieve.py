@@ -218,11 +218,11 @@ def test_a_long_line_is_found_by_its_one_answering_sentence(tmp_path: Path, embe
         # The whole line is diluted by the rest of it; its third sentence matches best of all.
         assert max(float(whole[i] @ vector) for i in (2, 3, 4)) < float(max(parts[1] @ vector))
         assert float(whole[1] @ vector) < min(float(whole[i] @ vector) for i in (2, 3, 4))
-        hits = [Hit(4, 0.0310), Hit(2, 0.0308), Hit(3, 0.0305), Hit(1, 0.0300)]  # fused order: the long line last
-        ranked = retrieve.sentence_rerank(store.conn, vector, hits, 4)
-        assert [h.note_id for h in ranked] == [4, 1, 3, 2]
+        hits = [Hit(4, 0.0200), Hit(2, 0.0195), Hit(3, 0.0192), Hit(1, 0.0190)]  # fused order: the long line last
+        ranked = retrieve.sentence_rerank(store.conn, vector, hits, 4, weight=1.0)
+        assert [h.note_id for h in ranked] == [4, 1, 2, 3]  # sentence ranks 1 (note 1), 2 (4), 3 (3), 4 (2)
         assert ranked[1].pathways == {"sentence": 1}
-        assert ranked[1].score == pytest.approx(0.0300 + retrieve.SENTENCE_WEIGHT / (retrieve.RRF_K + 1))
+        assert ranked[1].score == pytest.approx(0.0190 + 1.0 / (retrieve.RRF_K + 1))
         # Weight 0 leaves the fused order; k cuts.
         assert retrieve.sentence_rerank(store.conn, vector, hits, 2, weight=0) == hits[:2]
     finally:
