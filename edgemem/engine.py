@@ -221,6 +221,14 @@ class Engine:
             self._router = Router(self.runtime.embed, self.runtime.interactive if self.settings.router_model else None)
         return self._router
 
+    def warm(self) -> list[Any]:
+        """Queue the answer prompts' static parts for the prompt cache, at the lowest priority
+        (:meth:`Runtime.warm`): the first question of each kind then prefills only its own part. The
+        daemon calls it once the model is set to load; returns the jobs' futures (tokens kept)."""
+        from edgemem.recall import answer as answer_agent
+
+        return self.runtime.warm(answer_agent.warm_prompts())
+
     def ask(self, question: str, *, session: str | None = None, now: datetime | None = None, on_token: Any = None,
             on_reset: Any = None, evidence: list[int] | None = None, on_stage: Any = None) -> Answer:
         """Answer from memory through the MemFlow read path (the flat-RAG baseline lives in eval.baselines).

@@ -380,6 +380,7 @@ class Server:
                 self.engine.close()
             raise
         self.engine.runtime.start_loading()
+        self.engine.warm()  # after the load, below every request: the answer prompts' static parts
         self._worker = threading.Thread(target=self._run_worker, name="edgemem-worker", daemon=True)
         self._worker.start()
         self.engine.start_watching(self._wake)

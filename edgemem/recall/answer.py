@@ -43,8 +43,12 @@ def system_prompt(tag: str, question: str = "") -> str:
     verdict only when it proposes something: told to open with "Yes — " or "No — ", the model did so
     for "What does Melanie do to keep herself busy …?" too."""
     name = "constraint-proposal" if tag == "constraint-validation" and is_proposal(question) else tag
+    return _system(tag, name, bool(tools.tools_for(tag, question)))
+
+
+def _system(tag: str, name: str, with_tools: bool) -> str:
     head = prompts.render("answer_" + name)
-    if tools.tools_for(tag, question):  # how to call them, only where a tool may be called
+    if with_tools:  # how to call them, only where a tool may be called
         head = f"{head.rstrip()} {prompts.render('answer_tools_' + tag)}"
     # A suggestion has no "not found": offered the escalation word, the 1.5B model took it on four of
     # five profile questions of the personal tune set whose notes held what to suggest.
@@ -53,10 +57,36 @@ def system_prompt(tag: str, question: str = "") -> str:
 
 
 def messages_for(tag: str, question: str, context: str) -> list[dict[str, str]]:
+    return _messages(system_prompt(tag, question), question, context)
+
+
+def _messages(system: str, question: str, context: str) -> list[dict[str, str]]:
     return [
-        {"role": "system", "content": system_prompt(tag, question)},
+        {"role": "system", "content": system},
         {"role": "user", "content": prompts.render("answer_user", context=context, question=question)},
     ]
+
+
+# The tags in the order the prompt cache is warmed: the most asked first (LoCoMo dev and the personal
+# sets: targeted extraction, then temporal questions), since a question can come before the last.
+WARM_ORDER = ("targeted-extraction", "temporal-reasoning", "profile-injection", "broad-summarization",
+              "state-tracking", "conflict-resolution", "constraint-validation")
+
+
+def warm_prompts() -> list[tuple[list[dict[str, str]], list[dict[str, str]]]]:
+    """Every answer prompt's static part, as pairs of prompts that differ only in their packed context
+    and question (``keep_prefix`` keeps what a pair shares: the system prompt and the user turn up to
+    the context's first character). Every packed line starts with its "(" header
+    (:meth:`Evidence.header`), so both contexts do too."""
+    pairs = []
+    for tag in WARM_ORDER:
+        names = ("constraint-proposal", tag) if tag == "constraint-validation" else (tag,)
+        for name in names:
+            for with_tools in (False, True) if tools.TAG_TOOLS.get(tag) else (False,):
+                system = _system(tag, name, with_tools)
+                pairs.append((_messages(system, "What was said?", "(1 January 2020, A) One."),
+                              _messages(system, "Who said it?", "(2 February 2021, B) Two.")))
+    return pairs
 
 
 _HELD = ("TOOL", ESCALATE)  # reply openings the user must not see: tool syntax, the escalation signal

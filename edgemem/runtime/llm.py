@@ -164,6 +164,23 @@ class LlamaCppLLM:
     def count_messages(self, messages: Sequence[Message]) -> int:
         return len(self._render(messages)[0])
 
+    def keep_prefix(self, messages: Sequence[Message], other: Sequence[Message]) -> int:
+        """Warm the prompt cache with what ``messages`` and ``other`` share: two prompts of one kind
+        that differ only in their variable part (the packed context, the question), so that the
+        first real prompt of that kind evaluates only its own part. Returns the tokens kept (0 when
+        the cache is off, or they were cached already, or too few are shared to be worth keeping)."""
+        if self.prefixes is None:
+            return 0
+        a, _ = self._render(messages)
+        b, _ = self._render(other)
+        arr = np.asarray(a, dtype=np.intc)
+        shared = common_prefix(arr, np.asarray(b, dtype=np.intc))
+        if shared < self.prefixes.cache.min_tokens or shared >= len(arr):
+            return 0
+        with self._lock:
+            live = common_prefix(np.asarray(self._llama._input_ids, dtype=np.intc), arr[:shared])
+            return shared if self.prefixes.keep(arr[:shared], live) else 0
+
     # -- generation -----------------------------------------------------------------------------
     def complete(
         self,

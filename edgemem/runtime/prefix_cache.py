@@ -193,6 +193,20 @@ class KVPrefixes:
                 cache.put(arr[:shared], saved)
         return restored
 
+    def keep(self, arr: np.ndarray, live: int) -> bool:
+        """Cache the KV state of exactly ``arr`` ahead of any prompt that starts with it (a prompt
+        kind's static part, warmed before its first call); ``live`` is how many of its tokens the KV
+        cache holds now. False when it was cached already or its state cannot be kept."""
+        cache = self.cache
+        known, state = cache.longest(arr)
+        if known == len(arr):
+            return False
+        if state is not None and known > live and self._restore(state, arr[:known]):
+            live = known
+        self._advance(arr, live, len(arr))
+        saved = self._save()
+        return saved is not None and cache.put(arr, saved)
+
     def _advance(self, arr: np.ndarray, live: int, upto: int) -> None:
         """Make the KV cache hold exactly ``arr[:upto]`` (evaluating what is missing)."""
         llama = self._llama

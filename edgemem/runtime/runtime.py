@@ -11,14 +11,15 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from edgemem.config import Settings
 from edgemem.errors import ModelError
 from edgemem.runtime import models, repack
-from edgemem.runtime.scheduler import BACKGROUND, INTERACTIVE, Lane, Scheduler
+from edgemem.runtime.scheduler import BACKGROUND, INTERACTIVE, WARM, Lane, Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ class Runtime:
         self._llm_sched = Scheduler("llm")
         self._embed_sched = Scheduler("embed")
         self._activity = _Activity()
+        self._warming: list[Future] = []  # queued warm-up jobs: dropped unrun on close
         self.llm_state = "ready" if llm is not None else "not loaded"
         self.llm_error: str | None = None
         self.model_name = getattr(llm, "name", None) or settings.model
@@ -86,6 +88,29 @@ class Runtime:
     def start_loading(self) -> None:
         """Load the model on its worker thread, ahead of the first request."""
         self._llm_sched.submit(self._load_llm, priority=INTERACTIVE)
+
+    def warm(self, pairs: Sequence[tuple[Sequence[dict], Sequence[dict]]]) -> list[Future]:
+        """Queue each prompt kind's static part for the prompt cache (``keep_prefix``), one job per
+        kind at the lowest priority: every request and write-path call goes first, and a request
+        that comes meanwhile waits for at most one kind's prefill. A job finds the model loaded
+        (``start_loading`` runs first) or does nothing: warming never loads it, nor retries a
+        load that failed. Nothing is queued when the prompt cache is off."""
+        if self.settings.prompt_cache_mb <= 0:
+            return []
+
+        def keep(a: Sequence[dict], b: Sequence[dict]) -> int:
+            llm = self._llm
+            keep_prefix = getattr(llm, "keep_prefix", None)
+            return int(keep_prefix(a, b)) if keep_prefix is not None else 0
+
+        jobs = [self._llm_sched.submit(keep, a, b, priority=WARM) for a, b in pairs]
+        self._warming.extend(jobs)
+        return jobs
+
+    @property
+    def warming(self) -> list[Future]:
+        """The warm-up jobs queued so far (done, running, waiting or dropped)."""
+        return list(self._warming)
 
     @property
     def llm(self) -> Any:
@@ -180,6 +205,8 @@ class Runtime:
         return {"llm": self._llm_sched.busy(), "embed": self._embed_sched.busy()}
 
     def close(self) -> None:
+        for job in self._warming:  # a warm-up not started yet is not worth waiting for
+            job.cancel()
         self._llm_sched.close(timeout=30)
         self._embed_sched.close(timeout=30)
         # Never close the model under a call still running on its worker (llama.cpp would crash).

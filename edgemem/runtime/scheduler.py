@@ -29,6 +29,7 @@ T = TypeVar("T")
 
 INTERACTIVE = 0
 BACKGROUND = 10
+WARM = 20  # warming the prompt cache: whenever the model has nothing else to do
 
 _STOP = object()
 
@@ -160,7 +161,7 @@ class Lane:
         self.priority = priority
 
     def __getattr__(self, name: str) -> Any:
-        if name in {"complete", "complete_json", "count_tokens", "count_messages", "embed"}:
+        if name in {"complete", "complete_json", "count_tokens", "count_messages", "embed", "keep_prefix"}:
             def scheduled(*args: Any, **kwargs: Any) -> Any:
                 # The model is resolved on the worker thread, so a lazy load happens there too.
                 return self._scheduler.call(lambda: getattr(self._model, name)(*args, **kwargs), priority=self.priority)

@@ -35,11 +35,11 @@ NOTES = [
 ]
 
 
-def own_model(small_llm: LlamaCppLLM) -> LlamaCppLLM:
+def own_model(small_llm: LlamaCppLLM, cache_bytes: int = 0) -> LlamaCppLLM:
     """A model of its own (the engine closes it), same file and CPU layout as the shared fixture."""
     return LlamaCppLLM(small_llm.path, name=small_llm.name, n_ctx=2048, n_threads=2,
                        chat_format=None if small_llm.template_source == "gguf" else small_llm.template_source,
-                       repack=small_llm.repack)
+                       repack=small_llm.repack, cache_bytes=cache_bytes)
 
 
 def wait_for(predicate, timeout: float, what: str) -> None:
@@ -69,8 +69,14 @@ def events_of(path: Path, request: dict) -> tuple[list[dict], dict]:
 
 
 def test_ctrl_c_stops_the_generation_frees_the_model_and_records_the_cancel(settings, embedder, small_llm, monkeypatch) -> None:
-    llm = own_model(small_llm)
+    llm = own_model(small_llm, cache_bytes=settings.prompt_cache_mb << 20)  # as the daemon builds it
     with Engine.open(settings, llm=llm, embedder=embedder, steps=[]) as engine, ServerThread(settings, engine):
+        # 0. The daemon warmed every answer prompt's static part once the model was there.
+        warming = engine.runtime.warming
+        assert len(warming) == len(answer_agent.warm_prompts())
+        wait_for(lambda: all(job.done() for job in warming), 300, "the answer prompts to be warmed")
+        assert all(job.result() > 0 for job in warming)
+        assert engine.runtime.model_info()["prompt_cache"]["entries"] >= len(warming)
         for text in NOTES:
             engine.remember(text, when="2024-05-08T10:00:00")
         engine.process()

@@ -118,3 +118,31 @@ def test_a_repeated_prompt_restores_all_but_its_last_token(small_llm) -> None:
         assert again.text == first.text and again.cached_tokens == n - 1
     finally:
         cached.close()
+
+
+@pytest.mark.model
+def test_a_warmed_prefix_serves_the_first_prompt_of_its_kind(small_llm) -> None:
+    """``keep_prefix`` caches what two prompts of one kind share, so the first real prompt of that
+    kind evaluates only its own part, and answers as an uncached model does."""
+    from edgemem.runtime.llm import LlamaCppLLM
+
+    def prompt(system: str, memory: str) -> list[dict[str, str]]:
+        return [{"role": "system", "content": system}, {"role": "user", "content": f"Memory: {memory}"}]
+
+    cached = LlamaCppLLM(small_llm.path, n_ctx=2048, n_threads=2, cache_bytes=64 << 20, repack=small_llm.repack)
+    off = LlamaCppLLM(small_llm.path, n_ctx=2048, n_threads=2, cache_bytes=0, repack=small_llm.repack)
+    try:
+        shared = common_prefix(np.asarray(small_llm._render(prompt(SYSTEMS[4], "I planted basil."))[0]),
+                               np.asarray(small_llm._render(prompt(SYSTEMS[4], "We moved house."))[0]))
+        kept = cached.keep_prefix(prompt(SYSTEMS[4], "I planted basil."), prompt(SYSTEMS[4], "We moved house."))
+        assert kept == shared > 40
+        assert cached.keep_prefix(prompt(SYSTEMS[4], "A"), prompt(SYSTEMS[4], "B")) == 0  # cached already
+        assert off.keep_prefix(prompt(SYSTEMS[4], "A"), prompt(SYSTEMS[4], "B")) == 0  # no cache, nothing kept
+        cached.complete(prompt(SYSTEMS[0], "I booked a flight."), max_tokens=4)  # the live KV holds another kind
+        first = prompt(SYSTEMS[4], "I walked 5 km today.")
+        got = cached.complete(first, max_tokens=4)
+        assert got.cached_tokens >= kept and cached.cache_summary()["hits"] == 1
+        assert got.text == small_llm.complete(first, max_tokens=4).text
+    finally:
+        cached.close()
+        off.close()
