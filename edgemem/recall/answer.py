@@ -76,7 +76,7 @@ WARM_ORDER = ("targeted-extraction", "temporal-reasoning", "profile-injection", 
 def warm_prompts() -> list[tuple[list[dict[str, str]], list[dict[str, str]]]]:
     """Every answer prompt's static part, as pairs of prompts that differ only in their packed context
     and question (``keep_prefix`` keeps what a pair shares: the system prompt and the user turn up to
-    the context's first character). Every packed line starts with its "(" header
+    the context's first character, less its last token). Every packed line starts with its "(" header
     (:meth:`Evidence.header`), so both contexts do too."""
     pairs = []
     for tag in WARM_ORDER:

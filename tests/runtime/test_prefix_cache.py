@@ -135,7 +135,7 @@ def test_a_warmed_prefix_serves_the_first_prompt_of_its_kind(small_llm) -> None:
         shared = common_prefix(np.asarray(small_llm._render(prompt(SYSTEMS[4], "I planted basil."))[0]),
                                np.asarray(small_llm._render(prompt(SYSTEMS[4], "We moved house."))[0]))
         kept = cached.keep_prefix(prompt(SYSTEMS[4], "I planted basil."), prompt(SYSTEMS[4], "We moved house."))
-        assert kept == shared > 40
+        assert kept == shared - 1 > 40
         assert cached.keep_prefix(prompt(SYSTEMS[4], "A"), prompt(SYSTEMS[4], "B")) == 0  # cached already
         assert off.keep_prefix(prompt(SYSTEMS[4], "A"), prompt(SYSTEMS[4], "B")) == 0  # no cache, nothing kept
         cached.complete(prompt(SYSTEMS[0], "I booked a flight."), max_tokens=4)  # the live KV holds another kind
@@ -143,6 +143,12 @@ def test_a_warmed_prefix_serves_the_first_prompt_of_its_kind(small_llm) -> None:
         got = cached.complete(first, max_tokens=4)
         assert got.cached_tokens >= kept and cached.cache_summary()["hits"] == 1
         assert got.text == small_llm.complete(first, max_tokens=4).text
+        # Warmed on contexts opening "(1 January …" and "(2 February …": a real one opening with a word
+        # ("(profile" is one token, not "(" and "profile") still finds the warmed prefix.
+        kept = cached.keep_prefix(prompt(SYSTEMS[2], "(1 January 2020, A) One."), prompt(SYSTEMS[2], "(2 February 2021, B) Two."))
+        cached.complete(prompt(SYSTEMS[0], "I booked a flight."), max_tokens=4)
+        got = cached.complete(prompt(SYSTEMS[2], "(profile) maya — diet: pescatarian (identity)"), max_tokens=4)
+        assert kept > 40 and got.cached_tokens >= kept
     finally:
         cached.close()
         off.close()
