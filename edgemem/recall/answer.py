@@ -17,7 +17,7 @@ from edgemem import prompts
 from edgemem.text import MONTH_NAMES, day_label
 from edgemem.recall import tools
 from edgemem.errors import ContextTooLong, SchemaError
-from edgemem.recall.evidence import ASSISTANT_SPEAKERS, NOW_TERMS, Evidence, parse_iso_day, supporting, terms
+from edgemem.recall.evidence import ASSISTANT_SPEAKERS, NOW_TERMS, Evidence, parse_iso_day, profile_value, supporting, terms
 from edgemem.recall.limits import Limit, amounts, asked_amount, limits
 
 ESCALATE = "ESCALATE_REQUIRED"
@@ -451,8 +451,7 @@ def _plain_terms(text: str) -> set[str]:
 def _quoted(item: Evidence, sentence: str) -> str:
     """The rule as stored: the sentence of a note, or a profile fact's value."""
     if item.kind == "profile":
-        body = item.text.split(": ", 1)[-1]
-        return re.sub(r"\s+\((?:rule|preference|identity|\w+)\)$", "", body).strip()
+        return profile_value(item.text)
     return sentence.strip()
 
 

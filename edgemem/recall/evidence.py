@@ -17,9 +17,35 @@ from nltk.stem import PorterStemmer
 
 from edgemem.text import STOPWORDS, day_label, tokens
 
-__all__ = ["ANNOTATION", "ASSISTANT_SPEAKERS", "Evidence", "KINDS", "NOW_TERMS", "TIME_FRAME_TERMS", "parse_iso_day", "terms", "jaccard", "answer_terms", "line_terms", "supporting"]
+__all__ = ["profile_line", "profile_value", "ANNOTATION", "ASSISTANT_SPEAKERS", "Evidence", "KINDS", "NOW_TERMS", "TIME_FRAME_TERMS", "parse_iso_day", "terms", "jaccard", "answer_terms", "line_terms", "supporting"]
 
 KINDS = ("profile", "pinned", "summary", "raw")
+
+
+def profile_line(subject: str, attribute: str, value: str, kind: str) -> str:
+    """A profile fact as it is packed: "maya — diet: pescatarian (identity)".
+
+    A slug value reads as words ("dinosaur_exhibit": "dinosaur exhibit"), and the attribute is left
+    out when the value already says it: "melanie — keep my family happy (rule)", not "melanie — keep
+    family happy: keep my family happy (rule)" (the profile step often names a fact by its value,
+    which packed each such fact's words twice)."""
+    attribute = attribute.replace("_", " ").strip()
+    value = value.strip()
+    if " " not in value:
+        value = value.replace("_", " ")
+    said = set(re.findall(r"\w+", value.lower()))
+    if ": " not in value and (not attribute or set(re.findall(r"\w+", attribute.lower())) <= said):
+        return f"{subject} — {value} ({kind})"
+    return f"{subject} — {attribute}: {value} ({kind})"
+
+
+_PROFILE_LINE = re.compile(r"^[^—]*—\s*(?:[^:]*:\s)?(.*?)\s*(?:\(\w+\))?\s*$", re.DOTALL)
+
+
+def profile_value(text: str) -> str:
+    """What a profile line (:func:`profile_line`) says: its value, without subject, attribute or kind."""
+    m = _PROFILE_LINE.match(text)
+    return m.group(1).strip() if m else text.strip()
 
 
 def parse_iso_day(value: str | None) -> date | None:
@@ -53,9 +79,13 @@ class Evidence:
         return parse_iso_day(self.event_time)
 
     def header(self) -> str:
-        """'(8 May 2023, Caroline)': the date and speaker every packed line starts with."""
+        """'(8 May 2023, Caroline)': the date and speaker every packed line starts with.
+
+        A profile fact's header is '(profile)': its date is when the fact was last written, which
+        answers nothing asked of it, and at ten tokens a line it was a third of the pinned slot (the
+        order of facts by date still decides which is current: :attr:`day` keeps it)."""
         parts = []
-        day = self.day
+        day = self.day if self.kind != "profile" else None
         if day is not None:
             parts.append(day_label(day))
         if self.speaker:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from edgemem.recall import preprocess
-from edgemem.recall.evidence import TIME_FRAME_TERMS, Evidence, terms
+from edgemem.recall.evidence import TIME_FRAME_TERMS, Evidence, profile_line, terms
 from edgemem.recall.retrieve import Hit, hybrid, multi_path, prefer_speaker, rrf, sentence_rerank, with_replies
 from edgemem.store import links, notes, search
 from edgemem.store import profile as profile_store
@@ -62,7 +62,7 @@ def profile_evidence(conn: Any, question: str | None = None) -> list[Evidence]:
     wanted = terms(question) - TIME_FRAME_TERMS if question else None
     out = []
     for fact in facts:
-        line = f"{fact.subject} — {fact.attribute.replace('_', ' ')}: {fact.value} ({fact.kind})"
+        line = profile_line(fact.subject, fact.attribute, fact.value, fact.kind)
         if wanted is not None and not (terms(line) & wanted):
             continue
         out.append(Evidence(-(PROFILE_ID_BASE + fact.id), line, fact.valid_from, kind="profile"))

@@ -220,7 +220,7 @@ def test_budgets_overridden_replaces_a_budget_for_the_block_only(small_llm) -> N
 def test_profile_injection_has_no_raw_slot(small_llm) -> None:
     items = [profile(-1, "Caroline prefers short answers."), raw(1), raw(2)]
     packed = pack("Draft a note in my style", "profile-injection", items, small_llm.count_tokens, ceiling=2000)
-    assert packed.text == "(1 January 2023) Caroline prefers short answers."
+    assert packed.text == "(profile) Caroline prefers short answers."
     assert (packed.items_used, packed.dropped, packed.budgets["raw"]) == ([-1], [1, 2], 0)
 
 
@@ -263,3 +263,25 @@ def test_unknown_tag_or_kind_is_a_bug_not_an_empty_pack(small_llm) -> None:
         pack("q", "chit-chat", [raw(1)], small_llm.count_tokens, ceiling=100)
     with pytest.raises(ValueError, match="unknown kind"):
         pack("q", "temporal-reasoning", [raw(1, kind="memo")], small_llm.count_tokens, ceiling=100)
+
+
+# --- profile lines ----------------------------------------------------------------------------------
+def test_a_profile_line_says_its_value_once_and_carries_no_date():
+    from edgemem.recall.evidence import profile_line, profile_value
+
+    assert profile_line("maya", "diet", "pescatarian", "identity") == "maya — diet: pescatarian (identity)"
+    # Named by its value, as the profile step often does: the value alone; a slug reads as words.
+    assert profile_line("melanie", "keep_family_happy", "keep my family happy", "rule") == \
+        "melanie — keep my family happy (rule)"
+    assert profile_line("melanie", "dinosaur exhibit", "dinosaur_exhibit", "preference") == \
+        "melanie — dinosaur exhibit (preference)"
+    assert profile_line("user", "rule", "never schedule meetings on Fridays", "rule") == \
+        "user — rule: never schedule meetings on Fridays (rule)"
+    # A value with its own colon keeps the attribute, so the value reads back whole.
+    line = profile_line("maya", "gift budget", "budget: about 50 pounds", "identity")
+    assert line == "maya — gift budget: budget: about 50 pounds (identity)"
+    assert profile_value(line) == "budget: about 50 pounds"
+    assert profile_value("melanie — keep my family happy (rule)") == "keep my family happy"
+    assert profile_value("user — rule: never schedule meetings on Fridays (rule)") == "never schedule meetings on Fridays"
+    # Packed, a fact's header says what it is, not when it was written (ten tokens a line).
+    assert profile(-1_000_001, line).line() == f"(profile) {line}"
