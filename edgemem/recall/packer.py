@@ -35,13 +35,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from edgemem.errors import ContextTooLong
-from edgemem.recall.evidence import KINDS, Evidence, jaccard, terms
-from edgemem.text import SENTENCE_END, day_label
+from edgemem.recall.evidence import Evidence, jaccard, terms
+from edgemem.text import SENTENCE_END
 
 __all__ = [
     "Packed", "pack", "ceiling_for", "top_sentences", "PAPER_CEILING", "PAPER_TIER2_BUDGET",
     "TIER2_BUDGET", "FITTED_BUDGET", "PAPER_SCALED_BUDGET", "WORD_CAP", "PAPER_WORD_CAP", "PRECISION_TAGS", "PINNED_BUDGET", "SUMMARY_BUDGET",
-    "DEDUP_JACCARD", "TOP_SENTENCES", "budgets_overridden", "CHECK_BUDGET", "check_budget", "expand",
+    "DEDUP_JACCARD", "TOP_SENTENCES", "budgets_overridden", "CHECK_BUDGET", "check_budget",
 ]
 
 PAPER_CEILING = 20_480  # Algorithm 1, Stage 4
@@ -171,48 +171,8 @@ class _Line:
     body: str  # the (possibly extracted / capped) text shown
     cut: bool = False
 
-    @property
-    def grouped(self) -> bool:
-        """Shown under a day line (a raw chunk with a day): its own header names only the speaker."""
-        return self.item.kind == "raw" and self.item.day is not None
-
     def render(self, body: str | None = None) -> str:
-        text = f"{self.body if body is None else body}{self.item.stale_marker()}"
-        if self.grouped:
-            return f"({self.item.speaker}) {text}" if self.item.speaker else f"{UNSPOKEN}{text}"
-        return f"{self.item.header()} {text}"
-
-
-# Raw chunks are shown by day: a day line ("8 May 2023:"), then that day's lines, each headed by its
-# speaker only ("(Caroline) …", or "- …" for a note nobody is named as saying). Said in full on every
-# line, "(8 May 2023, Caroline) " was 12 tokens (the tokenizer splits a year into four digits): 38% of
-# the packed tokens on the bench's conv-26 questions. :func:`expand` restores the full headers for the
-# checks that read whose and when each line is.
-UNSPOKEN = "- "
-_DAY_LINE = re.compile(r"^(\d{1,2} [A-Z][a-z]+ \d{4}):$")
-
-
-def day_line(item: Evidence) -> str:
-    return f"{day_label(item.day)}:"
-
-
-def expand(context: str) -> list[str]:
-    """The packed context's lines, each with its full "(day, speaker)" header again (day lines
-    dropped): what a line says and whose and when it is, read line by line."""
-    out, day = [], None
-    for line in context.splitlines():
-        m = _DAY_LINE.match(line)
-        if m:
-            day = m.group(1)
-            continue
-        if day is not None:
-            said = re.match(r"^\(([^()]*)\) ", line)
-            if said and not re.search(r"\d", said.group(1)) and said.group(1).lower() not in KINDS:
-                line = f"({day}, {said.group(1)}) {line[said.end():]}"
-            elif line.startswith(UNSPOKEN):
-                line = f"({day}) {line[len(UNSPOKEN):]}"
-        out.append(line)
-    return out
+        return f"{self.item.header()} {self.body if body is None else body}{self.item.stale_marker()}"
 
 
 def _fit(line: _Line, allowance: int, count: Callable[[str], int]) -> str | None:
@@ -291,18 +251,6 @@ def pack(
     def cost(position: int, body: str | None = None) -> int:
         return count_tokens(lines[position].render(body) + "\n")
 
-    days: dict[str, int] = {}  # day line -> positions shown under it: the first one pays for the line
-
-    def day_cost(position: int) -> int:
-        line = lines[position]
-        return count_tokens(day_line(line.item) + "\n") if line.grouped and not days.get(day_line(line.item)) else 0
-
-    def show(position: int, body: str | None) -> None:
-        shown[position] = body
-        if lines[position].grouped:
-            key = day_line(lines[position].item)
-            days[key] = days.get(key, 0) + 1
-
     # Slot 1: pinned, whole.
     used = {slot: 0 for slot in SLOTS}
     used["pinned"] = sum(cost(p) for p in survivors["pinned"])
@@ -313,16 +261,15 @@ def pack(
 
     def fill(slot: str, budget: int) -> None:
         for n, position in enumerate(survivors[slot]):
-            heading = day_cost(position)
-            need = heading + cost(position)
+            need = cost(position)
             if used[slot] + need <= budget:
-                show(position, None)
+                shown[position] = None
                 used[slot] += need
                 continue
-            body = _fit(lines[position], budget - used[slot] - heading, count_tokens)
+            body = _fit(lines[position], budget - used[slot], count_tokens)
             if body is not None:
-                show(position, body)
-                used[slot] += heading + cost(position, body)
+                shown[position] = body
+                used[slot] += cost(position, body)
                 truncated.append(lines[position].item.note_id)
             else:
                 dropped.append(lines[position].item.note_id)
@@ -355,10 +302,6 @@ def pack(
         if last_raw is None:
             raise ContextTooLong(total, ceiling)
         used["raw"] -= cost(last_raw, shown.pop(last_raw))
-        if lines[last_raw].grouped:
-            key = day_line(lines[last_raw].item)
-            days[key] -= 1
-            used["raw"] -= 0 if days[key] else count_tokens(key + "\n")
         dropped.append(lines[last_raw].item.note_id)
         text, order = _render(tag, lines, shown)
         total = count_tokens(text)
@@ -374,24 +317,15 @@ def pack(
 
 
 def _render(tag: str, lines: dict[int, _Line], shown: dict[int, str | None]) -> tuple[str, list[int]]:
-    """Lines in slot order: pinned and summaries in the order the items were given, then the raw
-    chunks without a day, then those with one grouped by day (days in time order, a day's lines in
-    the order they were said); broad-summarization's raw chunks grouped by session (sessions by first
-    time said, items in time order within one), each session's days in turn."""
+    """Lines in slot order, each slot in the order the items were given; broad-summarization's raw
+    chunks grouped by session (sessions by first time said, items in time order within one)."""
     slot_rank = {"pinned": 0, "summary": 1, "raw": 2}
-    order = sorted(shown, key=lambda p: (slot_rank[_SLOT_OF_KIND[lines[p].item.kind]], lines[p].grouped, p))
-    head = [p for p in order if not lines[p].grouped]
-    said = sorted((p for p in order if lines[p].grouped), key=lambda p: (lines[p].item.day, lines[p].item.event_time, p))
+    order = sorted(shown, key=lambda p: (slot_rank[_SLOT_OF_KIND[lines[p].item.kind]], p))
     if tag == "broad-summarization":
+        head = [p for p in order if lines[p].item.kind != "raw"]
         sessions: dict[str, list[int]] = {}
-        for p in said:
+        for p in sorted((p for p in order if lines[p].item.kind == "raw"), key=lambda p: (lines[p].item.event_time, p)):
             item = lines[p].item
             sessions.setdefault(item.session or item.event_time[:10], []).append(p)
-        said = [p for group in sessions.values() for p in group]
-    out, day = [lines[p].render(shown[p]) for p in head], None
-    for p in said:
-        if day_line(lines[p].item) != day:
-            day = day_line(lines[p].item)
-            out.append(day)
-        out.append(lines[p].render(shown[p]))
-    return "\n".join(out), head + said
+        order = head + [p for group in sessions.values() for p in group]
+    return "\n".join(lines[p].render(shown[p]) for p in order), order

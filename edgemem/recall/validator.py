@@ -20,7 +20,6 @@ from typing import Any
 from edgemem import prompts
 from edgemem.errors import ContextTooLong, SchemaError
 from edgemem.recall.evidence import ASSISTANT_SPEAKERS, terms
-from edgemem.recall.packer import expand
 from edgemem.text import MONTH_NAMES, STOPWORDS, tokens
 
 OVERLAP_TAU = 0.07
@@ -277,7 +276,7 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False,
 
     Measured (previous, narrower rules) on LoCoMo conv-26 with the turns behind the packed notes and
     the gold or adversarial answer: 22 of 47 adversarial questions flagged, 1 of 152 answerable ones."""
-    lines = [_parse(line) for line in expand(context) if line.strip()]
+    lines = [_parse(line) for line in context.splitlines() if line.strip()]
     speakers = {line.speaker for line in lines if line.speaker}
     owner = owner_of(question, speakers)
     answer_words = _answer_words(answer)
@@ -376,7 +375,7 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False,
 
 def names_someone(question: str, context: str) -> bool:
     """The question asks about a named person (not the user): "What setback did Caroline face?"."""
-    speakers = {line.speaker for line in (_parse(x) for x in expand(context) if x.strip()) if line.speaker}
+    speakers = {line.speaker for line in (_parse(x) for x in context.splitlines() if x.strip()) if line.speaker}
     owner = owner_of(question, speakers)
     return owner is not None and _proper(owner.name)
 
@@ -418,7 +417,7 @@ def extractive(answer: str, context: str) -> str | None:
     numbers = set(re.findall(r"\d+", answer))
     if not norm:
         return None
-    for line in expand(context):
+    for line in context.splitlines():
         flat = _norm(line)
         if norm in flat:
             return line

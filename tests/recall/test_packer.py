@@ -17,7 +17,6 @@ from edgemem.recall.packer import (
     TIER2_BUDGET,
     WORD_CAP,
     ceiling_for,
-    expand,
     pack,
     top_sentences,
 )
@@ -78,51 +77,10 @@ def test_every_line_carries_its_date_and_speaker(small_llm) -> None:
     items = [raw(1, "I adopted a puppy yesterday [7 May 2023]."), raw(2, "We went camping.", speaker="Melanie")]
     packed = pack("puppy?", "temporal-reasoning", items, small_llm.count_tokens, ceiling=2000)
     assert packed.text == (
-        "2 May 2023:\n"
-        "(Caroline) I adopted a puppy yesterday [7 May 2023].\n"
-        "3 May 2023:\n"
-        "(Melanie) We went camping."
+        "(2 May 2023, Caroline) I adopted a puppy yesterday [7 May 2023].\n"
+        "(3 May 2023, Melanie) We went camping."
     )
     assert packed.items_used == [1, 2]
-    # The checks that read whose and when a line is see every line whole again.
-    assert expand(packed.text) == ["(2 May 2023, Caroline) I adopted a puppy yesterday [7 May 2023].",
-                                   "(3 May 2023, Melanie) We went camping."]
-
-
-def test_raw_lines_are_shown_by_day_whatever_their_rank(small_llm) -> None:
-    """A day line heads each day's lines (said once, not on every line), days in time order and a
-    day's lines in the order they were said; a note nobody is named as saying reads "- …"; profile
-    facts and computed ones keep their own headers above."""
-    items = [
-        profile(-1_000_001, "caroline — counseling (identity)"),
-        summary(-1, "3 notes mention the bowl"),
-        Evidence(3, "Yeah, I made this bowl in my class.", "2023-07-03T10:05:00", speaker="Melanie", score=0.9),
-        Evidence(1, "I'm a big fan of pottery.", "2023-06-27T09:00:00", speaker="Melanie", score=0.5),
-        Evidence(2, "That bowl is gorgeous!", "2023-07-03T10:00:00", speaker="Caroline", score=0.8),
-        Evidence(4, "Bowl glaze: black and white.", "2023-07-03T18:00:00", score=0.7),
-    ]
-    packed = pack("Did Melanie make the bowl?", "targeted-extraction", items, small_llm.count_tokens, ceiling=2000)
-    assert packed.text == (
-        "(profile) caroline — counseling (identity)\n"
-        "(computed) 3 notes mention the bowl\n"
-        "27 June 2023:\n"
-        "(Melanie) I'm a big fan of pottery.\n"
-        "3 July 2023:\n"
-        "(Caroline) That bowl is gorgeous!\n"
-        "(Melanie) Yeah, I made this bowl in my class.\n"
-        "- Bowl glaze: black and white."
-    )
-    assert packed.items_used == [-1_000_001, -1, 1, 2, 3, 4]
-    assert expand(packed.text) == [
-        "(profile) caroline — counseling (identity)",
-        "(computed) 3 notes mention the bowl",
-        "(27 June 2023, Melanie) I'm a big fan of pottery.",
-        "(3 July 2023, Caroline) That bowl is gorgeous!",
-        "(3 July 2023, Melanie) Yeah, I made this bowl in my class.",
-        "(3 July 2023) Bowl glaze: black and white.",
-    ]
-    # What the raw slot counts is what it shows: two day lines and four lines, no more.
-    assert packed.tokens_by_slot["raw"] == sum(small_llm.count_tokens(line + "\n") for line in packed.text.split("\n")[2:])
 
 
 def test_pinned_items_are_never_dropped_or_truncated(small_llm) -> None:
@@ -197,16 +155,16 @@ def test_top2_sentence_extraction_for_precision_tags(small_llm) -> None:
         packed = pack(question, tag, [raw(1, text)], small_llm.count_tokens, ceiling=2000)
         body = "My sister called about her new job at the bank. She starts at the bank on Monday and is nervous."
         capped = " ".join(body.split()[: WORD_CAP[tag]]) + (" …" if len(body.split()) > WORD_CAP[tag] else "")
-        assert packed.text == f"2 May 2023:\n(Caroline) {capped}"
+        assert packed.text == f"(2 May 2023, Caroline) {capped}"
     # Not a precision tag: the whole chunk.
     packed = pack(question, "conflict-resolution", [raw(1, text)], small_llm.count_tokens, ceiling=2000)
-    assert packed.text == f"2 May 2023:\n(Caroline) {text}"
+    assert packed.text == f"(2 May 2023, Caroline) {text}"
 
 
 def test_word_cap_per_chunk(small_llm) -> None:
     long_sentence = " ".join(f"word{i}" for i in range(80)) + "."
     packed = pack("word1?", "state-tracking", [raw(1, long_sentence)], small_llm.count_tokens, ceiling=2000)
-    assert packed.text == "2 May 2023:\n(Caroline) " + " ".join(f"word{i}" for i in range(WORD_CAP["state-tracking"])) + " …"
+    assert packed.text == "(2 May 2023, Caroline) " + " ".join(f"word{i}" for i in range(WORD_CAP["state-tracking"])) + " …"
     assert packed.truncated == [1]
 
 
@@ -272,12 +230,10 @@ def test_stale_chunks_are_chosen_last_but_shown_in_time_order(small_llm) -> None
     new = raw(2, "My favourite colour is green now.", 0.5)
     packed = pack("colour?", "conflict-resolution", [old, new], count, ceiling=2000)
     assert packed.text == (
-        "2 May 2023:\n"
-        "(Caroline) My favourite colour is blue. (outdated as of 1 June 2023)\n"
-        "3 May 2023:\n"
-        "(Caroline) My favourite colour is green now."
+        "(2 May 2023, Caroline) My favourite colour is blue. (outdated as of 1 June 2023)\n"
+        "(3 May 2023, Caroline) My favourite colour is green now."
     )
-    only_one = count("3 May 2023:\n(Caroline) My favourite colour is green now.\n") + 2
+    only_one = count(new.line() + "\n") + 2
     packed = pack("colour?", "conflict-resolution", [old, new], count, ceiling=only_one)
     assert (packed.items_used, packed.dropped) == ([2], [1])
 
@@ -288,7 +244,7 @@ def test_broad_keeps_round_robin_priority_and_groups_by_session(small_llm) -> No
     a2 = raw(2, "Camping in the forest.", 0.8, session="A")
     b1 = raw(3, "Pottery class again.", 0.1, session="B")
     # Round-robin order from preprocessing: a1, b1, a2. Room for two lines: a1 and b1, not a2.
-    room = count("2 May 2023:\n(Caroline) Camping at the lake.\n") + count("4 May 2023:\n(Caroline) Pottery class again.\n") + 3
+    room = count(a1.line() + "\n") + count(b1.line() + "\n") + 3
     packed = pack("how many?", "broad-summarization", [a1, b1, a2], count, ceiling=room)
     assert (packed.items_used, packed.dropped) == ([1, 3], [2])
     packed = pack("how many?", "broad-summarization", [a1, b1, a2], count, ceiling=2000)

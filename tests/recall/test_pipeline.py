@@ -53,9 +53,9 @@ def test_short_grounded_answer_passes_and_cites_its_note(engine) -> None:
     assert 0 < trace["packed_tokens"] <= trace["stages"]["answer0"]["prompt_tokens"]
     cited = [n for n in out.note_ids]
     assert cited and any("4512" in c for c in (eng.note(i)["content"] for i in cited))
-    # Evidence reached the model with its date and speaker: under its day line, headed by its speaker.
+    # Evidence reached the model with its date and speaker.
     prompt = llm.calls[0].messages[-1]["content"]
-    assert "\n2 June 2023:\n(Caroline) My gym locker code is 4512" in prompt
+    assert "(2 June 2023, Caroline) My gym locker code is 4512" in prompt
 
 
 def test_escalation_then_calibrated_abstention(engine) -> None:
