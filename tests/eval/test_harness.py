@@ -573,7 +573,7 @@ def test_a_budget_given_for_the_run_packs_the_notes_and_is_recorded(tmp_path, se
     packed = [r for r in read_records(tmp_path / "small") if r["route_tag"] in budgets]
     assert packed and all(r["packed_tokens"] <= 20 for r in packed)
     assert max(r["packed_tokens"] for r in read_records(tmp_path / "plain")) > 20
-    assert packer.FITTED_BUDGET["targeted-extraction"] == 400  # restored after the run
+    assert packer.FITTED_BUDGET["targeted-extraction"] == 320  # restored after the run
     with pytest.raises(BadInput, match="--budget takes TAG=TOKENS"):
         parse_budgets(["targeted=400"])
     with pytest.raises(BadInput, match="--budget takes TAG=TOKENS"):

@@ -197,7 +197,7 @@ def test_a_fitted_budget_is_the_whole_raw_allowance(small_llm) -> None:
         assert packed.budgets["raw"] == FITTED_BUDGET[tag] >= packed.tokens_by_slot["raw"] > FITTED_BUDGET[tag] - 80
     broad = pack("pottery?", "broad-summarization", chunks, count, ceiling=20_000)
     assert broad.budgets["raw"] == PAPER_SCALED_BUDGET["broad-summarization"] + SUMMARY_BUDGET + PINNED_BUDGET
-    assert TIER2_BUDGET["targeted-extraction"] == FITTED_BUDGET["targeted-extraction"] == 400
+    assert TIER2_BUDGET["targeted-extraction"] == FITTED_BUDGET["targeted-extraction"] == 320
 
 
 def test_budgets_overridden_replaces_a_budget_for_the_block_only(small_llm) -> None:
@@ -211,7 +211,7 @@ def test_budgets_overridden_replaces_a_budget_for_the_block_only(small_llm) -> N
         broad = pack("pottery?", "broad-summarization", chunks, count, ceiling=20_000)
         assert broad.budgets["raw"] == 300 >= broad.tokens_by_slot["raw"]  # a whole allowance: no flow-down
     assert (dict(TIER2_BUDGET), dict(FITTED_BUDGET)) == before
-    assert pack("pottery?", "targeted-extraction", chunks, count, ceiling=20_000).budgets["raw"] == 400
+    assert pack("pottery?", "targeted-extraction", chunks, count, ceiling=20_000).budgets["raw"] == 320
     with pytest.raises(ValueError, match="unknown action tag"), budgets_overridden({"gossip": 10}):
         pass
     assert (dict(TIER2_BUDGET), dict(FITTED_BUDGET)) == before
