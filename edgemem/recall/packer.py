@@ -66,8 +66,10 @@ PAPER_SCALED_BUDGET = {tag: budget // SCALE for tag, budget in PAPER_TIER2_BUDGE
 # / 550 / 800: 56.1 / 57.8 / 57.1 / 55.9. Then, on 100 tune questions (seed 1) with the sentence
 # pathway, 400 / 320 for both: Mem0 F1 34.9 / 35.3, official F1 40.0 / 41.0, category-5 abstention
 # 52.2 / 56.5%, temporal 56.9 / 59.5, single-hop 35.7 / 33.9 (sixteenth and seventeenth sessions):
-# 320. Every packed token is prefilled before the first answer token (~100 tok/s on a 2-core CPU),
-# so the first token waits ~0.8 s less. State, conflict and constraint questions are rare in LoCoMo
+# 320. Not a gain everywhere: on the 150-question sample over all six conversations (seed 0) Mem0
+# F1 32.3 / 30.7, answerable abstention 10.4 / 7.0% (docs/measurements.md). Every packed token is
+# prefilled before the first answer token (~100 tok/s on a 2-core CPU), so the first token waits
+# ~0.8 s less. State, conflict and constraint questions are rare in LoCoMo
 # and were judged on the personal tune personas (docs/measurements.md). Broad summarization keeps
 # the paper's scaled budget and flow-down (coverage kept rising up to 2,400 tokens: capped by cost).
 FITTED_BUDGET = {"targeted-extraction": 320, "temporal-reasoning": 320, "state-tracking": 600,
