@@ -174,9 +174,8 @@ class LlamaCppLLM:
         a, _ = self._render(messages)
         b, _ = self._render(other)
         arr = np.asarray(a, dtype=np.intc)
-        # Less the last shared token: the pair's contexts both open with "(" and a real one's first
-        # word can merge with it ("(profile" and "(com" are single tokens), so a prefix ending in it
-        # matched no prompt whose pack opened with a profile fact or a computed one.
+        # Less the token where they part, as KVPrefixes.prepare keeps: a real context's first word
+        # may merge into it ("(profile" is one token; the pair's contexts share only the "(").
         shared = common_prefix(arr, np.asarray(b, dtype=np.intc)) - 1
         if shared < self.prefixes.cache.min_tokens or shared >= len(arr):
             return 0

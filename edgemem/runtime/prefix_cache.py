@@ -181,12 +181,16 @@ class KVPrefixes:
             else:
                 cache.discard(arr[:known])
                 known = live = 0
-        # A repeated prompt shares all of itself: keep all but its last token (whose logits we need).
-        shared = min(cache.shared_prefix(arr), len(arr) - 1)
+        # Keep all but the last shared token. Where two prompts part, the text after it may merge into
+        # it in a third: packs opening "(8 May…" and "(2 June…" share a "(" token, but "(profile" is
+        # one token, so a state ending in "(" is a prefix of no profile-led prompt's tokens. A
+        # repeated prompt shares all of itself, and its last token's logits are needed anyway.
+        shared = max(cache.shared_prefix(arr) - 1, 0)
         cache.note_prompt(arr)
         # Keep a new prefix state only when it is well past what is cached, leaves a suffix to
-        # evaluate, and the live KV holds no more of this prompt than the prefix (never discard work).
-        if shared - known >= cache.min_tokens and shared < len(arr) and live <= shared:
+        # evaluate, and the live KV holds no more of this prompt than the prefix and the one token
+        # left out of it (never discard more work than that token).
+        if shared - known >= cache.min_tokens and shared < len(arr) and live <= shared + 1:
             self._advance(arr, live, shared)
             saved = self._save()
             if saved is not None:

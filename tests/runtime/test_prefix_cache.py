@@ -121,6 +121,30 @@ def test_a_repeated_prompt_restores_all_but_its_last_token(small_llm) -> None:
 
 
 @pytest.mark.model
+def test_a_prefix_kept_from_two_prompts_serves_a_third_whose_text_merges_where_they_part(small_llm) -> None:
+    """Two prompts of one kind part after a shared token (the space before "1 January …" and
+    "2 February …"); the third merges that space into its first word (" profile" is one token here,
+    as "(profile" is for the default model after a shared "("). The state kept from the first two
+    must still be a prefix of its tokens: it ends before the token where they part."""
+    from edgemem.runtime.llm import LlamaCppLLM
+
+    def prompt(system: str, memory: str) -> list[dict[str, str]]:
+        return [{"role": "system", "content": system}, {"role": "user", "content": f"Memory: {memory}"}]
+
+    cached = LlamaCppLLM(small_llm.path, n_ctx=2048, n_threads=2, cache_bytes=64 << 20, repack=small_llm.repack)
+    try:
+        cached.complete(prompt(SYSTEMS[3], "1 January 2020, A: One."), max_tokens=2)
+        cached.complete(prompt(SYSTEMS[3], "2 February 2021, B: Two."), max_tokens=2)  # its shared part is kept
+        cached.complete(prompt(SYSTEMS[0], "I booked a flight."), max_tokens=2)  # the live KV holds another kind
+        third = prompt(SYSTEMS[3], "profile: maya — diet: pescatarian (identity)")
+        system_part = cached.count_messages(prompt(SYSTEMS[3], "")) - 8
+        got = cached.complete(third, max_tokens=2)
+        assert got.cached_tokens >= system_part > 40
+    finally:
+        cached.close()
+
+
+@pytest.mark.model
 def test_a_warmed_prefix_serves_the_first_prompt_of_its_kind(small_llm) -> None:
     """``keep_prefix`` caches what two prompts of one kind share, so the first real prompt of that
     kind evaluates only its own part, and answers as an uncached model does."""
@@ -143,11 +167,12 @@ def test_a_warmed_prefix_serves_the_first_prompt_of_its_kind(small_llm) -> None:
         got = cached.complete(first, max_tokens=4)
         assert got.cached_tokens >= kept and cached.cache_summary()["hits"] == 1
         assert got.text == small_llm.complete(first, max_tokens=4).text
-        # Warmed on contexts opening "(1 January …" and "(2 February …": a real one opening with a word
-        # ("(profile" is one token, not "(" and "profile") still finds the warmed prefix.
-        kept = cached.keep_prefix(prompt(SYSTEMS[2], "(1 January 2020, A) One."), prompt(SYSTEMS[2], "(2 February 2021, B) Two."))
+        # Warmed on contexts opening "1 January …" and "2 February …", which share the space token
+        # before them: a real one opening with a word merges that space into it (" profile" is one
+        # token here, as "(profile" is for the default model) and still finds the warmed prefix.
+        kept = cached.keep_prefix(prompt(SYSTEMS[2], "1 January 2020, A: One."), prompt(SYSTEMS[2], "2 February 2021, B: Two."))
         cached.complete(prompt(SYSTEMS[0], "I booked a flight."), max_tokens=4)
-        got = cached.complete(prompt(SYSTEMS[2], "(profile) maya — diet: pescatarian (identity)"), max_tokens=4)
+        got = cached.complete(prompt(SYSTEMS[2], "profile: maya — diet: pescatarian (identity)"), max_tokens=4)
         assert kept > 40 and got.cached_tokens >= kept
     finally:
         cached.close()
