@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from edgemem.errors import ContextTooLong, ModelError, SchemaError
+from edgemem.runtime import grammar as grammar_sampler
 from edgemem.runtime.prefix_cache import KVPrefixes, common_prefix
 from edgemem.runtime.scheduler import Cancelled, current_cancel
 from edgemem.runtime.schema import validate
@@ -117,6 +118,8 @@ class LlamaCppLLM:
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"cannot load {path}: {exc}") from None
         self.n_ctx = self._llama.n_ctx()
+        # Greedy grammar calls check the model's own pick first (edgemem.runtime.grammar).
+        self.fast_grammar = grammar_sampler.install(self._llama)
         # Prompt-prefix KV states: router, gate, profile, cluster and answer prompts each start with a
         # static system prompt, and interleaved calls would otherwise re-evaluate it every time.
         self.prefixes = KVPrefixes(self._llama, cache_bytes) if cache_bytes > 0 else None

@@ -99,3 +99,36 @@ def test_the_daemon_and_the_eval_harness_build_the_same_model(settings) -> None:
     finally:
         for llm in built:
             llm.close()
+
+
+def test_greedy_grammar_decoding_checks_the_models_pick_first_and_replies_as_the_stock_sampler(small_llm) -> None:
+    """edgemem.runtime.grammar asks the grammar about the best token only, then the next few, then
+    the whole vocabulary; the reply must be the very text llama-cpp-python's own chain gives."""
+    from edgemem.runtime.grammar import GreedyGrammar
+
+    llama = small_llm._llama
+    assert small_llm.fast_grammar and "_init_sampler" in vars(llama)
+    fast = llama._init_sampler
+    prompts = ["I finally finished the marathon and I feel amazing!", "My cat died last week.", "Meeting moved to 3pm."]
+    used = {"first": 0, "top": 0, "vocab": 0}
+    try:
+        for text in prompts:
+            messages = [{"role": "system", "content": "Classify the user's message. Reply in JSON."}, {"role": "user", "content": text}]
+            replies = []
+            for path in ("stock", "fast"):
+                if path == "stock":
+                    del llama._init_sampler  # the class's own method: llama-cpp-python's chain
+                else:
+                    llama._init_sampler = fast
+                llama.reset()  # both evaluate the whole prompt: the same logits
+                replies.append(small_llm.complete_json(messages, SCHEMA, max_tokens=160).text)
+                sampler = llama._sampler
+                assert isinstance(sampler, GreedyGrammar) == (path == "fast")
+            for stage, n in sampler.checks.items():
+                used[stage] += n
+            assert replies[0] == replies[1]
+    finally:
+        llama._init_sampler = fast
+    assert used["first"] > 0 and used["top"] + used["vocab"] > 0, used  # every stage that decided was exercised
+    assert sum(used.values()) >= 3 * 5
+
