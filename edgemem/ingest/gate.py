@@ -218,8 +218,10 @@ def schema(n: int) -> dict:
     score = {"type": "number", "enum": GRID}
     pair = {
         "type": "object",
-        "properties": {"redundancy": score, "complementarity": score, "relation": {"type": "string", "enum": list(RELATIONS)}},
-        "required": ["redundancy", "complementarity", "relation"],
+        # The grammar makes the model write them in this order: the one the gate's thresholds were
+        # measured with (a sorted schema gave it until the eighteenth session), not the prompt's example.
+        "properties": {"complementarity": score, "redundancy": score, "relation": {"type": "string", "enum": list(RELATIONS)}},
+        "required": ["complementarity", "redundancy", "relation"],
         "additionalProperties": False,
     }
     handles = [str(i) for i in range(1, n + 1)]

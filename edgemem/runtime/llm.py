@@ -282,7 +282,10 @@ class LlamaCppLLM:
         return out
 
     def complete_json(self, messages: Sequence[Message], schema: dict, *, max_tokens: int = 256) -> Completion:
-        key = json.dumps(schema, sort_keys=True)
+        # The schema's own property order, not sorted: the grammar makes the model write properties in
+        # this order, and sorting made the profile step's facts open with "key" before "kind" (the
+        # model then named the key after the kind: "key": "identity").
+        key = json.dumps(schema)
         grammar = self._grammars.get(key)
         if grammar is None:
             from llama_cpp import LlamaGrammar

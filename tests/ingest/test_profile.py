@@ -87,10 +87,13 @@ def test_small_talk_has_no_cue(text):
     assert cues(text) == []
 
 
-def test_grounding_needs_a_word_of_the_note():
-    assert grounded("single", "relationship_status", "I'm single again.")
-    assert grounded("loves painting", "painting", "Painting is my favorite.")
-    assert not grounded("loves skiing", "skiing", "I'm single again.")
+def test_grounding_needs_a_word_of_the_value_in_the_note():
+    assert grounded("single", "I'm single again.")
+    assert grounded("loves painting", "Painting is my favorite.")
+    assert grounded("32", "I'm 32 now.") and grounded("from the UK", "I grew up in the UK.")
+    assert not grounded("loves skiing", "I'm single again.")
+    assert not grounded("none", "I love this necklace, it's from my grandma.")  # the key (necklace) grounds nothing
+    assert not grounded("33", "I'm 32 now.") and not grounded("yes", "Yes, I love it.")
 
 
 # -- extraction and supersede --------------------------------------------------------------------------

@@ -132,3 +132,15 @@ def test_greedy_grammar_decoding_checks_the_models_pick_first_and_replies_as_the
     assert used["first"] > 0 and used["top"] + used["vocab"] > 0, used  # every stage that decided was exercised
     assert sum(used.values()) >= 3 * 5
 
+
+def test_a_reply_writes_its_properties_in_the_schemas_order(small_llm) -> None:
+    """The grammar follows the schema as declared (kind before key in a profile fact), not sorted."""
+    schema = {
+        "type": "object",
+        "properties": {"tags": SCHEMA["properties"]["tags"], "mood": SCHEMA["properties"]["mood"], "kind": {"type": "string", "enum": ["a", "b"]}},
+        "required": ["tags", "mood", "kind"],
+        "additionalProperties": False,
+    }
+    messages = [{"role": "system", "content": "Classify the user's message. Reply in JSON."}, {"role": "user", "content": "What a lovely day."}]
+    text = small_llm.complete_json(messages, schema, max_tokens=120).text
+    assert text.index('"tags"') < text.index('"mood"') < text.index('"kind"')
