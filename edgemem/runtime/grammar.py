@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from edgemem.errors import SchemaError
+
 log = logging.getLogger(__name__)
 
 TOP_CANDIDATES = 32  # checked after the best token is rejected, before the whole vocabulary
@@ -43,13 +45,11 @@ class GreedyGrammar:
         self._smpl = llama_cpp.llama_sampler_init_grammar(vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
         if not self._smpl:
             raise ValueError("llama.cpp rejected the grammar")
-        self._full = np.zeros(n_vocab, dtype=_TOKEN_DATA)
-        self._full["id"] = np.arange(n_vocab, dtype=np.intc)
         self.checks = {"first": 0, "top": 0, "vocab": 0}  # which stage found each token
 
     def _allowed(self, ids: np.ndarray, logits: np.ndarray) -> np.ndarray:
         """The grammar's verdict on candidates ``ids``: a mask of the allowed ones."""
-        data = self._full if len(ids) == self.n_vocab else np.zeros(len(ids), dtype=_TOKEN_DATA)
+        data = np.zeros(len(ids), dtype=_TOKEN_DATA)
         data["id"] = ids
         data["logit"] = logits
         array = self._c.llama_token_data_array(
@@ -71,10 +71,9 @@ class GreedyGrammar:
             if ok.any():
                 token, stage = int(top[int(np.argmax(ok))]), "top"
             else:
-                ids = self._full["id"].copy()
-                ok = self._allowed(ids, logits)
-                if not ok.any():
-                    raise RuntimeError("the grammar allows no token")  # llama.cpp's chain would abort here
+                ok = self._allowed(np.arange(self.n_vocab, dtype=np.intc), logits)
+                if not ok.any():  # the caller takes its fallback, as for any reply that fails its schema
+                    raise SchemaError("the grammar allows no next token")
                 masked = np.where(ok, logits, -np.inf)
                 token, stage = int(np.argmax(masked)), "vocab"
         self._c.llama_sampler_accept(self._smpl, token)
