@@ -2,7 +2,9 @@
 
 Cheapest first: hard-failure detection (empty, ESCALATE_REQUIRED, "not found" patterns: no model
 call) → a yes/no verdict quoting a rule verbatim from the context (accepted) → the ownership check
-(the answer's line must be about the owner the question names) → short-answer passthrough (≤ 6
+(the answer's line must be about the owner the question names) → the kind check (a "how often"
+answer names a frequency; a bare name of someone in the conversation answers only a question
+asking for a person or a name) → short-answer passthrough (≤ 6
 words, numbers, yes/no) → extractive passthrough (the answer is a span of one context line, or all
 its content words are) → the model as a yes/no grounding judge (schema-constrained to "yes"/"no",
 ≤ 8 tokens) with a token-overlap fallback (τ = 0.07) when the model is unavailable or its reply does
@@ -39,7 +41,7 @@ _JUDGE_SCHEMA = {"type": "string", "enum": ["yes", "no"]}  # the reply is the JS
 @dataclass
 class Verdict:
     grounded: bool
-    stage: str  # hard_failure | rule_verdict | wrong_owner | invented_name | short_answer | extractive | judge | overlap
+    stage: str  # hard_failure | rule_verdict | wrong_owner | wrong_kind | invented_name | short_answer | extractive | judge | overlap
     score: float | None = None
     tokens: int = 0
     judge: str = "skipped"  # "ran" | "ran (shared prefix)" | "skipped: <why>"
@@ -373,6 +375,38 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False,
     return None
 
 
+# A "how often" question is answered with a frequency; a reply without one answers something else
+# ("How often does Maria work out with her family?" answered by copying a line that says nothing of
+# how often). A count or a number counts ("three times a week", "twice", "2x").
+_HOW_OFTEN = re.compile(r"\bhow\s+(?:often|frequently|regularly)\b", re.IGNORECASE)
+_COUNT_WORDS = (r"\d|\b(?:no|none|zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
+                r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|hundred|dozens?|"
+                r"several|few|couple|many|once|twice|thrice|each|every|any)\b")
+_FREQUENCY = re.compile(
+    _COUNT_WORDS + r"|\b(?:per|daily|weekly|fortnightly|monthly|yearly|annually|nightly|hourly|always|usually|"
+    r"often|regularly|sometimes|never|rarely|seldom|occasionally|frequently|mostly|weekdays?|weekends?|"
+    r"mornings|evenings|afternoons|nights|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)\b",
+    re.IGNORECASE)
+# A question that can be answered with a bare name: it asks for a person, or for a name.
+_ASKS_NAME = re.compile(r"\b(?:who|whom|whose|which|name[sd]?|called)\b", re.IGNORECASE)
+
+
+def wrong_kind(question: str, answer: str, context: str) -> str | None:
+    """Why the answer is not the kind of thing the question asks for, or None: a "how often" reply
+    with no frequency in it ("no_frequency"), or a reply that is only the name of someone in the
+    conversation when the question asks for no person or name ("How has John's artistic skill
+    improved?" answered "Maria!": the vocative a line opens with; "only_a_name")."""
+    if _HOW_OFTEN.search(question) and not _FREQUENCY.search(answer):
+        return "no_frequency"
+    words = tokens(answer)
+    if words and not _ASKS_NAME.search(question):
+        speakers = {line.speaker for line in (_parse(x) for x in context.splitlines() if x.strip()) if line.speaker}
+        names = {t for speaker in speakers if speaker.lower() not in _USER_SPEAKERS for t in tokens(speaker)}
+        if set(words) <= names:
+            return "only_a_name"
+    return None
+
+
 def names_someone(question: str, context: str) -> bool:
     """The question asks about a named person (not the user): "What setback did Caroline face?"."""
     speakers = {line.speaker for line in (_parse(x) for x in context.splitlines() if x.strip()) if line.speaker}
@@ -470,6 +504,9 @@ def validate(question: str, answer: str, context: str, llm: Any | None,
                     strict=owner_strict, digest=digest)
     if why is not None:
         return Verdict(False, "wrong_owner", judge=f"skipped: {why}", reason=why)
+    kind = wrong_kind(question, answer, context if owner_context is None else owner_context)
+    if kind is not None:
+        return Verdict(False, "wrong_kind", judge=f"skipped: {kind}", reason=kind)
     invented = invented_name(answer, context)
     if invented is not None:
         return Verdict(False, "invented_name", judge="skipped: a name the context does not hold", reason=invented)

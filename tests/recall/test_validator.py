@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from edgemem.recall.validator import OVERLAP_TAU, invented_name, is_hard_failure, overlap, validate, wrong_owner
+from edgemem.recall.validator import (
+    OVERLAP_TAU,
+    invented_name,
+    is_hard_failure,
+    overlap,
+    validate,
+    wrong_kind,
+    wrong_owner,
+)
 from edgemem.runtime.fake import ScriptedLLM
 
 CONTEXT = (
@@ -79,3 +87,27 @@ def test_a_name_the_context_never_writes_is_made_up() -> None:
     assert invented_name("Mum flies in from Dublin on Tuesday 22 July", ctx) is None
     verdict = validate("Which hotel is Mum staying at in Seville?", "The hotel is the Seville Hotel.", ctx, None)
     assert (verdict.grounded, verdict.stage) == (False, "invented_name")
+
+
+FAMILY = (
+    "(4 May 2023, John) I just started going to boot camps with my fam last month. It's good for bonding.\n"
+    "(4 May 2023, Maria) How often do you all work out together?\n"
+    "(4 May 2023, John) Three times a week, mostly early mornings."
+)
+
+
+def test_an_answer_of_the_wrong_kind_is_rejected() -> None:
+    """A "how often" reply names a frequency; a bare name answers only a question asking for a person."""
+    copied = "It's good for bonding."
+    verdict = validate("How often does John work out with his family?", copied, FAMILY, None)
+    assert (verdict.grounded, verdict.stage, verdict.reason) == (False, "wrong_kind", "no_frequency")
+    for frequency in ("Three times a week", "Mostly early mornings", "Twice", "every weekend"):
+        assert wrong_kind("How often does John work out with his family?", frequency, FAMILY) is None
+    verdict = validate("How has John's fitness improved since the boot camps?", "Maria!", FAMILY, None)
+    assert (verdict.grounded, verdict.stage, verdict.reason) == (False, "wrong_kind", "only_a_name")
+    assert wrong_kind("Where did John go with his family?", "Maria", FAMILY) == "only_a_name"
+    # a question asking for a person, or for a name, is answered by one
+    assert wrong_kind("Who asked John about his workouts?", "Maria", FAMILY) is None
+    assert wrong_kind("Which friend asked John about his workouts?", "Maria", FAMILY) is None
+    assert wrong_kind("What is the name of John's friend?", "Maria", FAMILY) is None
+    assert wrong_kind("What did John start going to?", "Boot camps", FAMILY) is None
