@@ -223,7 +223,8 @@ def run(
         owners = packed.text if wide is None else packer.pack(
             question, tag, gathered.items, count, ceiling=ceiling, tier2_budget=wide).text
         verdict = validator.validate(question, text, packed.text, llm, prefix=drafted.messages if drafted else None,
-                                     owner_strict=owner_strict, digest=digest, owner_context=owners)
+                                     owner_strict=owner_strict, digest=digest, owner_context=owners,
+                                     ruled=drafted is not None and drafted.rule is not None)
         stages[f"validate{attempt}"] = {"ms": _ms(t), "stage": verdict.stage, "grounded": verdict.grounded,
                                         "tokens": verdict.tokens, "judge": verdict.judge, "reason": verdict.reason,
                                         "cached_tokens": verdict.cached_tokens}

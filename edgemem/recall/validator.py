@@ -480,6 +480,17 @@ def rule_quoted(answer: str, context: str) -> bool:
     return all(_norm(q) and _norm(q) in flat for q in quoted)
 
 
+def rule_governs(question: str, answer: str) -> bool:
+    """The rule a verdict quotes names something the question asks about: a content word in common
+    ("Sundays are off limits for work" for a kitchen job on Sunday). "No — Wednesday evenings are
+    pottery" for a design review on Friday quotes a real rule that governs another day."""
+    m = _VERDICT.match(answer)
+    if not m:
+        return False
+    quoted = " ".join(_QUOTE.findall(m.group(1))) or m.group(1)
+    return bool(terms(quoted) & terms(question))
+
+
 def judge_messages(prefix: list[dict[str, str]], answer: str) -> list[dict[str, str]]:
     """The judge continues the answer's conversation: its system and context messages come first,
     byte for byte, so llama.cpp's KV cache (the live one, or a prefix state the cache restores)
@@ -490,16 +501,23 @@ def judge_messages(prefix: list[dict[str, str]], answer: str) -> list[dict[str, 
 
 def validate(question: str, answer: str, context: str, llm: Any | None,
              prefix: list[dict[str, str]] | None = None, *, owner_strict: bool = False,
-             digest: bool = False, owner_context: str | None = None) -> Verdict:
+             digest: bool = False, owner_context: str | None = None, ruled: bool = False) -> Verdict:
     """B.3's cascade, cheapest first. ``prefix`` is the answer prompt's messages: the judge then
     continues that conversation (shared KV prefix) instead of prefilling the context a second time.
     ``owner_strict``: the ownership check in its strict form; ``digest``: the answer sums up or
     suggests from many lines (both :func:`ownership`). ``owner_context``: what the ownership check
-    reads instead of ``context`` (a wider pack than the model's: the check costs no prefill)."""
+    reads instead of ``context`` (a wider pack than the model's: the check costs no prefill).
+    ``ruled``: the answer is a verdict made in code from the stored rules (no model call)."""
     if is_hard_failure(answer):
         return Verdict(False, "hard_failure", judge="skipped: hard failure")
     if rule_quoted(answer, context):
-        return Verdict(True, "rule_verdict", judge="skipped: verdict quotes a rule from the context")
+        if ruled or rule_governs(question, answer):
+            return Verdict(True, "rule_verdict", judge="skipped: verdict quotes a rule from the context")
+        # The model's verdict quotes a rule that names nothing asked: it is grounded in the context,
+        # and wrong. (A verdict made in code from the stored rules and plans, ``ruled``, compares the
+        # question's amounts and days with the rule's, which need share no word: "£240" and "£200".)
+        return Verdict(False, "rule_verdict", judge="skipped: the rule quoted is about something else",
+                       reason="off_question")
     why = ownership(question, answer, context if owner_context is None else owner_context,
                     strict=owner_strict, digest=digest)
     if why is not None:

@@ -7,6 +7,7 @@ from edgemem.recall.validator import (
     invented_name,
     is_hard_failure,
     overlap,
+    rule_governs,
     validate,
     wrong_kind,
     wrong_owner,
@@ -111,3 +112,24 @@ def test_an_answer_of_the_wrong_kind_is_rejected() -> None:
     assert wrong_kind("Which friend asked John about his workouts?", "Maria", FAMILY) is None
     assert wrong_kind("What is the name of John's friend?", "Maria", FAMILY) is None
     assert wrong_kind("What did John start going to?", "Boot camps", FAMILY) is None
+
+
+RULES_CONTEXT = (
+    "(3 March 2025, Maya) Friday afternoons are meeting-free deep-work time.\n"
+    "(5 March 2025, Maya) Wednesday evenings are pottery, so don't put anything after 6 on a Wednesday.\n"
+    "(9 March 2025, Maya) budget for the night, £200"
+)
+
+
+def test_a_verdict_quoting_a_rule_about_something_else_is_refused() -> None:
+    question = "Tariq asked for a design review this Friday at 3pm, is that ok?"
+    off = "No — Wednesday evenings are pottery, so don't put anything after 6 on a Wednesday."
+    assert not rule_governs(question, off)
+    verdict = validate(question, off, RULES_CONTEXT, None)
+    assert (verdict.grounded, verdict.stage, verdict.reason) == (False, "rule_verdict", "off_question")
+    on = "No — Friday afternoons are meeting-free deep-work time."
+    assert validate(question, on, RULES_CONTEXT, None).grounded
+    # a verdict made in code compares amounts, which need share no word with the rule
+    priced = 'No — £240 is over the limit: "budget for the night, £200"'
+    assert not rule_governs("Is a £240 dinner OK for the anniversary?", priced)
+    assert validate("Is a £240 dinner OK for the anniversary?", priced, RULES_CONTEXT, None, ruled=True).grounded
