@@ -388,7 +388,7 @@ _FREQUENCY = re.compile(
     r"mornings|evenings|afternoons|nights|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)\b",
     re.IGNORECASE)
 # A question that can be answered with a bare name: it asks for a person, or for a name.
-_ASKS_NAME = re.compile(r"\b(?:who|whom|whose|which|name[sd]?|called)\b", re.IGNORECASE)
+_ASKS_NAME = re.compile(r"\b(?:who|whom|whose|which|(?:sur|nick|user|first\s|last\s)?name[sd]?|called)\b", re.IGNORECASE)
 
 
 def wrong_kind(question: str, answer: str, context: str) -> str | None:

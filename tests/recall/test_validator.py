@@ -111,6 +111,7 @@ def test_an_answer_of_the_wrong_kind_is_rejected() -> None:
     assert wrong_kind("Who asked John about his workouts?", "Maria", FAMILY) is None
     assert wrong_kind("Which friend asked John about his workouts?", "Maria", FAMILY) is None
     assert wrong_kind("What is the name of John's friend?", "Maria", FAMILY) is None
+    assert wrong_kind("What's the surname of John's friend?", "Maria", FAMILY) is None
     assert wrong_kind("What did John start going to?", "Boot camps", FAMILY) is None
 
 
