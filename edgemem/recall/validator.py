@@ -391,6 +391,11 @@ _FREQUENCY = re.compile(
 _ASKS_NAME = re.compile(r"\b(?:who|whom|whose|which|(?:sur|nick|user|first\s|last\s)?name[sd]?|called)\b", re.IGNORECASE)
 
 
+def _speakers(context: str) -> set[str]:
+    """The speakers the context's line headers name."""
+    return {line.speaker for line in (_parse(x) for x in context.splitlines() if x.strip()) if line.speaker}
+
+
 def wrong_kind(question: str, answer: str, context: str) -> str | None:
     """Why the answer is not the kind of thing the question asks for, or None: a "how often" reply
     with no frequency in it ("no_frequency"), or a reply that is only the name of someone in the
@@ -400,7 +405,7 @@ def wrong_kind(question: str, answer: str, context: str) -> str | None:
         return "no_frequency"
     words = tokens(answer)
     if words and not _ASKS_NAME.search(question):
-        speakers = {line.speaker for line in (_parse(x) for x in context.splitlines() if x.strip()) if line.speaker}
+        speakers = _speakers(context)
         names = {t for speaker in speakers if speaker.lower() not in _USER_SPEAKERS for t in tokens(speaker)}
         if set(words) <= names:
             return "only_a_name"
@@ -409,7 +414,7 @@ def wrong_kind(question: str, answer: str, context: str) -> str | None:
 
 def names_someone(question: str, context: str) -> bool:
     """The question asks about a named person (not the user): "What setback did Caroline face?"."""
-    speakers = {line.speaker for line in (_parse(x) for x in context.splitlines() if x.strip()) if line.speaker}
+    speakers = _speakers(context)
     owner = owner_of(question, speakers)
     return owner is not None and _proper(owner.name)
 

@@ -283,8 +283,8 @@ class LlamaCppLLM:
 
     def complete_json(self, messages: Sequence[Message], schema: dict, *, max_tokens: int = 256) -> Completion:
         # The schema's own property order, not sorted: the grammar makes the model write properties in
-        # this order, and sorting made the profile step's facts open with "key" before "kind" (the
-        # model then named the key after the kind: "key": "identity").
+        # this order, so each schema declares the order its step was measured with (profile.schema,
+        # gate.schema say why theirs).
         key = json.dumps(schema)
         grammar = self._grammars.get(key)
         if grammar is None:

@@ -91,6 +91,23 @@ def test_a_limit_is_answered_from_a_real_store_with_no_model_call(settings, embe
         eng.close()
 
 
+def test_a_limit_verdict_sharing_no_word_with_the_question_is_kept(settings, embedder) -> None:
+    """A verdict made in code compares amounts: "£240" and "£200" share no word, and the validator's
+    check that a model-written verdict's rule names something asked must not refuse it."""
+    eng, llm, ids = remembered(settings, embedder, [
+        ("2026-02-01T20:00:00", "Anniversary budget for the night, £200."),
+        ("2026-02-02T09:00:00", "Picked up cable and sockets from the wholesaler."),
+    ])
+    try:
+        out = pipeline.run(eng.store.conn, "Is a £240 meal OK?", llm=llm,
+                           embed=eng.runtime.embed, router=FixedRouter("constraint-validation"))
+        assert out.text.startswith("No — £240 is over the limit")
+        assert out.trace["stages"]["validate0"]["stage"] == "rule_verdict"
+        assert out.note_ids == [ids["Anniversary budget for the night, £200."]] and llm.calls == []
+    finally:
+        eng.close()
+
+
 def test_a_question_about_the_limit_itself_is_answered_with_the_newest_one() -> None:
     assert rule_verdict("Do I still only take jobs within 30 miles?", TOM).text == (
         'No — the newest limit is 40 miles: "with the new van\'s mileage I\'m happy to go up to 40 miles now, not 30"')
