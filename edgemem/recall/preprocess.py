@@ -27,6 +27,7 @@ from datetime import date, timedelta
 from edgemem.recall.evidence import (
     ANNOTATION, ASSISTANT_SPEAKERS, NOW_TERMS, TIME_FRAME_TERMS, Evidence, jaccard, parse_iso_day, terms,
 )
+from edgemem.recall.rules import replaced_rules, rule_sentences_of
 from edgemem.recall.events import anchors
 from edgemem.recall.limits import has_limit
 from edgemem.recall.tools import (
@@ -644,8 +645,9 @@ def _total(question: str, word: str, found: Count) -> str | None:
 # than an answer ("no idea").
 _MODAL = re.compile(
     r"\b(?:always|never|must(?:n['’]t|\s+not)?|don['’]t|do\s+not|not\s+allowed|allowed|only|"
-    r"should(?:n['’]t|\s+not)?|prefer(?:s|red)?|rules?|avoid(?:s|ing)?|allergic|can['’]t|cannot|won['’]t|"
-    r"not\s+(?:before|after|on|during|until|past)|no(?=\s+[a-z]+\s+(?:before|after|on|during|at|in|past|until)\b)"
+    r"should(?:n['’]t|\s+not)?|prefer(?:s|red)?|rules?|avoid(?:s|ing)?|allergic|allerg(?:y|ies)|can['’]t|cannot|won['’]t|"
+    r"not\s+(?:before|after|on|during|until|past)|no(?=\s+[a-z]+\s+(?:before|after|on|during|at|in|past|until)\b)|"
+    r"(?:nothing|none)(?=\s+(?:before|after|on|during|until|past)\b)"
     r")\b|(?:^|[.!?]\s+)no\s+[a-z]{3,}s?\s+(?:for\s+me|ever|please)\b",
     re.IGNORECASE,
 )
@@ -662,14 +664,24 @@ def rules(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[in
     newest wins (older ones are marked stale). With no rule language at all the evidence is kept
     and a fact says so, so the answer agent can say no rule was found (B.2) without losing context."""
     del question
-    kept = [e for e in evidence if _is_rule(e.text)]
-    if not kept:
+    rule_notes = [e for e in evidence if _is_rule(e.text)]
+    if not rule_notes:
         fact = "No always/never rule or policy language was found in the retrieved notes."
         return Prepared("constraint-validation", sorted(evidence, key=_said), [fact])
+    # A later line that replaced a rule stays beside it, though it may read as no rule at all
+    # ("pottery ... moves to Tuesday evenings"), and a note whose every rule was replaced is outdated.
+    replaced = replaced_rules(evidence)
+    by = {newer.note_id for newer, _ in replaced.values()}
+    kept = [e for e in evidence if _is_rule(e.text) or e.note_id in by]
     # "Always X" and "never X" are the same subject: compare on what the rule is about.
     subject = {e.note_id: terms(e.text) - _MODAL_TERMS for e in kept}
     marked, _ = _mark_stale(kept, supersedes, subject)
-    dropped = [e.note_id for e in evidence if not _is_rule(e.text)]
+    for i, e in enumerate(marked):
+        newer = [replaced.get((e.note_id, s)) for s in rule_sentences_of(e)]
+        if not e.stale and newer and all(newer):
+            latest = max((found[0] for found in newer if found), key=_said)
+            marked[i] = replace(e, stale=True, stale_since=latest.event_time, superseded_by=latest.note_id)
+    dropped = [e.note_id for e in evidence if e not in kept]
     return Prepared("constraint-validation", sorted(marked, key=_said), [], dropped)
 
 

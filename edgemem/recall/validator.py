@@ -485,6 +485,23 @@ def rule_quoted(answer: str, context: str) -> bool:
     return all(_norm(q) and _norm(q) in flat for q in quoted)
 
 
+_OUTDATED = re.compile(r"\(outdated(?: as of [^)]*)?\)\s*$")
+
+
+def rule_outdated(answer: str, context: str) -> bool:
+    """The rule a verdict quotes stands only on lines the context marks outdated: a later line replaced
+    it ("Wednesday evenings are pottery …" after "pottery … moves to Tuesday evenings")."""
+    m = _VERDICT.match(answer)
+    if not m:
+        return False
+    quoted = [_norm(q) for q in _QUOTE.findall(m.group(1)) or [m.group(1)]]
+    for q in filter(None, quoted):
+        holding = [line for line in context.splitlines() if q in _norm(line)]
+        if holding and all(_OUTDATED.search(line) for line in holding):
+            return True
+    return False
+
+
 def rule_governs(question: str, answer: str) -> bool:
     """The rule a verdict quotes names something the question asks about: a content word in common
     ("Sundays are off limits for work" for a kitchen job on Sunday). "No — Wednesday evenings are
@@ -516,6 +533,9 @@ def validate(question: str, answer: str, context: str, llm: Any | None,
     if is_hard_failure(answer):
         return Verdict(False, "hard_failure", judge="skipped: hard failure")
     if rule_quoted(answer, context):
+        if not ruled and rule_outdated(answer, context):
+            return Verdict(False, "rule_verdict", judge="skipped: the rule quoted was replaced later",
+                           reason="outdated_rule")
         if ruled or rule_governs(question, answer):
             return Verdict(True, "rule_verdict", judge="skipped: verdict quotes a rule from the context")
         # The model's verdict quotes a rule that names nothing asked: it is grounded in the context,

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from edgemem.recall import pipeline
+from edgemem.recall import preprocess
 from edgemem.recall.answer import rule_verdict
+from edgemem.recall.rules import replaced_rules
 from edgemem.recall.evidence import Evidence
 from edgemem.recall.validator import validate
 from edgemem.runtime.fake import ScriptedLLM
@@ -59,10 +61,12 @@ def test_the_verdict_holds_after_escalation_to_another_tag(engine) -> None:
 
 def test_no_rule_about_the_proposal_leaves_it_to_the_model(engine) -> None:
     eng, llm, _ = engine
-    llm.enqueue("Yes — no rule in your notes is about sushi.", '"yes"')
+    llm.enqueue('{"forbids": false}', "Yes — no rule in your notes is about sushi.", '"yes"')
     out = ask(eng, llm, "Can I eat sushi tonight?")
     assert out.text == "Yes — no rule in your notes is about sushi."
-    assert len(llm.calls) == 2 and out.trace["stages"]["validate0"]["judge"] == "ran (shared prefix)"
+    # asked first whether the one rule with no day or time (peanuts) forbids sushi
+    assert llm.calls[0].messages[-1]["content"] == "Rule: I'm allergic to peanuts.\nProposal: Can I eat sushi tonight?\n"
+    assert len(llm.calls) == 3 and out.trace["stages"]["validate0"]["judge"] == "ran (shared prefix)"
 
 
 RULES = [
@@ -197,3 +201,133 @@ def test_a_superseded_rule_decides_nothing() -> None:
     old = Evidence(1, "hard rule: no work calls after 6pm.", "2026-01-11T09:00:00", stale=True, superseded_by=2)
     context = "(11 January 2026, Priya) hard rule: no work calls after 6pm."
     assert rule_verdict("A client asked for a 6:30pm call on Thursday. Can I take it?", [old], context) is None
+
+
+def _said(*lines: tuple[int, str, str, str]) -> tuple[list[Evidence], str]:
+    """Evidence (id, ISO time, speaker, text) and the packed context that shows it."""
+    items = [Evidence(i, text, when, speaker=who) for i, when, who, text in lines]
+    return items, "\n".join(e.line() for e in items)
+
+
+def test_a_rule_said_again_later_replaces_the_old_one() -> None:
+    ev, context = _said(
+        (1, "2026-01-11T10:05:00", "Priya", "hard rule: no work calls after 6pm. I burned out in 2024"),
+        (2, "2026-01-11T10:05:01", "Assistant", "Understood: no work calls after 6 pm."),
+        (3, "2026-05-05T20:20:00", "Priya", "Maplewave has people in Vancouver, so I'll take calls until 7pm now, but nothing after 7"),
+        (4, "2026-05-05T20:20:01", "Assistant", "Updated: work calls until 7 pm, none after."),
+    )
+    assert sorted(replaced_rules(ev)) == [(1, "hard rule: no work calls after 6pm."), (2, "Understood: no work calls after 6 pm.")]
+    assert rule_verdict("A client asked for a 6:30pm call on Thursday. Fine?", ev, context).text == (
+        'Yes — nothing in your rules rules it out (closest: "Maplewave has people in Vancouver, so I\'ll take calls '
+        'until 7pm now, but nothing after 7")')
+    # the permission's "until 7pm" bounds the other side: after 7 is what the rule forbids
+    assert rule_verdict("Can I take a call on Friday at 7:30pm?", ev, context).text == (
+        "No — Maplewave has people in Vancouver, so I'll take calls until 7pm now, but nothing after 7")
+    assert rule_verdict("Can I take a call on Friday at 7:30pm?", ev[3:], context).text == (
+        "No — Updated: work calls until 7 pm, none after.")
+
+
+def test_rules_bounding_time_on_other_sides_both_hold_and_a_start_month_is_no_scope() -> None:
+    ev, context = _said(
+        (1, "2025-05-06T21:30:00", "Jonas", "so: no meetings after 4pm on Wednesdays. I pick Mila up from school at 4:30"),
+        (2, "2025-09-09T21:05:00", "Jonas", "new thing for me: no meetings before 9. I cycle in"),
+        (3, "2025-10-07T20:30:00", "Jonas", "so from November it's no meetings after 4 on Tuesdays. Wednesdays are normal again"),
+        (4, "2025-10-07T20:30:01", "Assistant", "Updated: from November, no meetings after 4 pm on Tuesdays; Wednesdays free for meetings."),
+    )
+    assert sorted(replaced_rules(ev)) == [(1, "so: no meetings after 4pm on Wednesdays.")]
+    assert rule_verdict("My boss wants the planning meeting on Tuesday 6 January at 5pm. Can I do that?", ev, context).text == (
+        "No — so from November it's no meetings after 4 on Tuesdays.")
+    assert rule_verdict("Can we have the meeting at 8am on Monday?", ev, context).text == (
+        "No — new thing for me: no meetings before 9.")
+    assert rule_verdict("Can we have the meeting on Wednesday 14 January at 5pm?", ev, context).decision == "yes"
+
+
+def test_a_rule_whose_reason_moved_decides_nothing_and_the_move_is_kept_beside_it() -> None:
+    ev, context = _said(
+        (1, "2025-02-03T19:20:00", "Maya", "and Wednesday evenings are pottery, so don't put anything after 6 on a Wednesday"),
+        (2, "2025-05-02T20:15:00", "Maya", "The team meeting moved to the big room."),
+        (3, "2025-07-22T19:45:00", "Maya", "pottery changes from September: it moves to Tuesday evenings. Wednesdays will be free then"),
+    )
+    asked = "Could I join a Wednesday 7pm book club starting in December?"
+    assert rule_verdict(asked, ev[:2], context).text == (
+        "No — and Wednesday evenings are pottery, so don't put anything after 6 on a Wednesday")  # "anything": any proposal
+    assert rule_verdict(asked, ev, context).text == (
+        'Yes — the rule against it changed on 22 July 2025: "pottery changes from September: it moves to Tuesday evenings."')
+    assert rule_verdict("Could I join a Tuesday 7pm book club?", ev, context) is None  # the new evenings: no rule says
+    prepared = preprocess.rules(asked, ev)
+    assert [(e.note_id, e.stale) for e in prepared.evidence] == [(1, True), (3, False)] and prepared.dropped == [2]
+    assert prepared.evidence[0].line().endswith("(outdated as of 22 July 2025)")
+
+
+def test_a_rule_about_anything_governs_by_its_day_and_time() -> None:
+    ev, context = _said((1, "2026-01-11T10:05:00", "Priya", "Sunday mornings are my long runs, so nothing before noon on Sundays"))
+    assert rule_verdict("Can I do a 9am Sunday brunch with the team?", ev, context).text == (
+        "No — Sunday mornings are my long runs, so nothing before noon on Sundays")
+    # outside its day and time it rules nothing in: other rules may be about brunches in other words
+    assert rule_verdict("Can I do a 1pm Sunday brunch with the team?", ev, context) is None
+    assert rule_verdict("Can I do a 9am Saturday brunch with the team?", ev, context) is None
+    # a time asked with no am or pm has its working-day reading: 9:30 in the morning, 2 in the afternoon
+    assert rule_verdict("Can I do a Sunday brunch at 9:30?", ev, context).decision == "no"
+    assert rule_verdict("Can I do a Sunday brunch at 2?", ev, context) is None
+
+
+def forbids_when(marker: str):
+    """A scripted applicability check: the rule forbids the proposal exactly when the rule contains ``marker``."""
+    def reply(messages, schema):
+        rule = messages[-1]["content"].split("Rule:", 1)[1].split("\nProposal:", 1)[0]
+        return {"forbids": marker in rule}
+    return reply
+
+
+def test_a_rule_about_the_proposal_under_another_name_is_asked_of_the_model_for_its_day_and_time_only() -> None:
+    from edgemem.recall.answer import Drafted, covered_verdict
+
+    ev, context = _said(
+        (1, "2025-05-02T20:15:00", "Maya", "for the new job I want to protect focus: no meetings on Friday afternoons."),
+        (2, "2025-05-03T10:00:00", "Maya", "no calls before 10am."),
+        (3, "2025-05-04T10:00:00", "Maya", "I never eat meat."),
+    )
+    asked = "Tariq asked for a design review this Friday at 3pm, is that ok?"
+    assert rule_verdict(asked, ev, context) is None  # no shared word: not decided in code
+    llm = ScriptedLLM(default=forbids_when("meetings"))
+    spent = Drafted(text="")
+    out = covered_verdict(llm, asked, ev, context, spent=spent)
+    assert out is spent and out.text == "No — for the new job I want to protect focus: no meetings on Friday afternoons."
+    assert out.rule is not None and [e.note_id for e in out.rule.rules] == [1]
+    # asked about the two rules whose days and times fit (Friday; no time bound), never the 10am one
+    assert [c.messages[-1]["content"].splitlines()[0] for c in llm.calls] == [
+        "Rule: for the new job I want to protect focus: no meetings on Friday afternoons."]
+    llm = ScriptedLLM(default=forbids_when("nothing"))
+    assert covered_verdict(llm, asked, ev, context) is None
+    assert [c.messages[-1]["content"].splitlines()[0] for c in llm.calls] == [
+        "Rule: for the new job I want to protect focus: no meetings on Friday afternoons.", "Rule: I never eat meat."]
+    # another day, a rule shared by word (decided in code), or no proposal: no model call
+    asked_about = {}
+    for question in ("Tariq asked for a design review this Thursday at 3pm, is that ok?", "Can we meet on Friday?",
+                     "When is the design review?"):
+        llm = ScriptedLLM(default=forbids_when("never"))
+        out = covered_verdict(llm, question, ev, context)
+        asked_about[question] = ([c.messages[-1]["content"].splitlines()[0] for c in llm.calls], out and out.text)
+    assert asked_about == {
+        "Tariq asked for a design review this Thursday at 3pm, is that ok?": (["Rule: I never eat meat."], "No — I never eat meat."),
+        "Can we meet on Friday?": (["Rule: I never eat meat."], "No — I never eat meat."),  # the meetings rule: code's
+        "When is the design review?": ([], None),
+    }
+
+
+@pytest.mark.model
+def test_the_applicability_check_gets_schema_valid_replies_from_a_real_model(small_llm) -> None:
+    from edgemem.recall.answer import Drafted, covered_verdict
+
+    ev, context = _said((1, "2025-09-09T21:05:00", "Jonas", "new thing for me: no meetings before 9."))
+    spent = Drafted(text="")
+    out = covered_verdict(small_llm, "Can we do a quick sync at 8:30 tomorrow?", ev, context, spent=spent)
+    assert spent.prompt_tokens > 0 and spent.completion_tokens > 0  # the check ran and its reply parsed
+    assert out is None or out.text == "No — new thing for me: no meetings before 9."
+
+
+def test_a_rule_about_someone_governs_what_it_names_not_everything_for_them() -> None:
+    ev, context = _said((1, "2025-05-06T21:30:00", "Jonas", "important: Mila has a peanut allergy. a serious one"))
+    assert rule_verdict("Is a peanut butter sandwich OK for Mila's lunch?", ev, context).text == (
+        "No — important: Mila has a peanut allergy.")  # "allergy" is rule language, "OK for" a proposal
+    assert rule_verdict("Is pasta OK for Mila's lunch?", ev, context) is None  # her name alone is no match

@@ -75,6 +75,15 @@ def test_a_limit_verdict_quotes_its_rule_so_the_validator_accepts_it() -> None:
     assert validate("q", verdict.text, context, None).stage == "rule_verdict"
 
 
+def test_a_limit_asked_in_a_word_or_two_after_the_amount_is_told() -> None:
+    ev = [Evidence(1, "wedding gift budget for Theo, $250", "2026-08-01T10:00:00", "Sam")]
+    context = ev[0].line()
+    assert rule_verdict("Theo's registry has a $320 stand mixer. Within my budget?", ev, context).text == (
+        'No — $320 is over the limit: "wedding gift budget for Theo, $250"')
+    assert rule_verdict("The registry has a $200 toaster for Theo. Within budget?", ev, context).decision == "yes"
+    assert rule_verdict("Theo's registry has a $320 stand mixer.", ev, context) is None  # told, not asked
+
+
 def test_a_limit_is_answered_from_a_real_store_with_no_model_call(settings, embedder) -> None:
     eng, llm, ids = remembered(settings, embedder, [
         ("2025-09-09T20:10:00", "I don't take jobs more than 30 miles from Bristol."),

@@ -134,3 +134,17 @@ def test_a_verdict_quoting_a_rule_about_something_else_is_refused() -> None:
     priced = 'No — £240 is over the limit: "budget for the night, £200"'
     assert not rule_governs("Is a £240 dinner OK for the anniversary?", priced)
     assert validate("Is a £240 dinner OK for the anniversary?", priced, RULES_CONTEXT, None, ruled=True).grounded
+
+
+def test_a_model_verdict_quoting_a_rule_the_context_marks_outdated_is_refused() -> None:
+    context = (
+        "(3 February 2025, Maya) Wednesday evenings are pottery, so don't put anything after 6 on a Wednesday."
+        " (outdated as of 22 July 2025)\n"
+        "(22 July 2025, Maya) pottery changes from September: it moves to Tuesday evenings."
+    )
+    question = "Could I join a Wednesday 7pm book club starting in December?"
+    stale = "No — Wednesday evenings are pottery, so don't put anything after 6 on a Wednesday."
+    verdict = validate(question, stale, context, None)
+    assert (verdict.grounded, verdict.stage, verdict.reason) == (False, "rule_verdict", "outdated_rule")
+    # the same rule on a line that is not marked outdated is a rule that holds
+    assert validate(question, stale, context.replace(" (outdated as of 22 July 2025)", ""), None).grounded

@@ -1,0 +1,601 @@
+"""Constraint-validation verdicts decided in code from the stored rules, limits and plans (DESIGN
+Principle 2; MemFlow Appendix A.2's modal / rule filter, taken down to the sentence).
+
+- :func:`rule_verdict`: "No — <rule>" / "Yes — …" for a yes/no proposal ("Can we meet on Friday?") from
+  the rule sentences that still hold (:func:`current_rules`), the newest limit on an amount it names,
+  or a stored plan that takes its days.
+- :func:`replaced_rules`: which rule sentences a later statement replaced.
+- :func:`applies`: whether a rule sentence covers a proposal (what it is about, its days, months and
+  clock times).
+
+Everything here is a pure function of the question and the evidence; the answer agent
+(:mod:`edgemem.recall.answer`) asks the model only what these cannot decide. It was cut out of that
+module when the preprocessing's modal filter came to need the same sentence-level reading of rules
+(which ones a later line replaced) as the verdicts: both now import it from here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from edgemem.recall.evidence import ASSISTANT_SPEAKERS, Evidence, parse_iso_day, profile_value, terms
+from edgemem.recall.limits import Limit, amounts, asked_amount, limits
+from edgemem.text import day_label
+
+# "Can we meet on Friday?" against a stored "never schedule meetings on Fridays": a 1.5B model quotes
+# the rule, hedges, or answers something else, and its wording then has to get past the validator.
+# What decides the question is plain overlap: the proposal's content terms against the rule's object,
+# with weekdays, months and clock times compared as values (Friday ≠ Thursday; 9am is before 10am),
+# and the rule's polarity (never / don't / avoid / allergic … versus only / always / must). The model
+# is asked only when no stored rule is about the thing proposed.
+
+_PROHIBIT = re.compile(
+    r"\b(?:never|avoid(?:s|ed|ing)?|allergic|allerg(?:y|ies)|intoleran[tc]e?|don['’]t|do\s+not|does\s+not|doesn['’]t|won['’]t|"
+    r"will\s+not|can['’]t|cannot|must\s+not|mustn['’]t|should\s+not|shouldn['’]t|not\s+allowed|no\s+longer|"
+    r"hate|hates|dislike|dislikes|stay\s+away|not\s+(?:before|after|on|during|until|past|later|earlier|more|any)|"
+    r"(?:nothing|none)(?=\s+(?:before|after|on|during|until|past|later|earlier)\b)|"
+    r"no(?!\s*[,.!?])(?=\s+\w))\b",
+    re.IGNORECASE,
+)
+_ONLY = re.compile(r"\b(?:only|exclusively|always|must|have\s+to|has\s+to|need\s+to)\b", re.IGNORECASE)
+# A proposal asks whether to do something: a modal opening ("Can we meet on Friday?") or an
+# acceptability phrase ("Is a 9am stand-up OK for me?", "Is it fine to ...", "a good idea?"). A plain
+# "is/are/do" question asks for a fact ("Is Sam on day shifts?") and is not one.
+_PROPOSAL = re.compile(
+    r"^\s*(?:so\s+|and\s+|hey,?\s+)?(?:can|could|may|might|should|shall|ok|okay)\b|"
+    r"\b(?:allowed|(?:ok(?:ay)?|fine|alright|acceptable|safe)\s+(?:to|if|for|with\s+me|by\s+me)|"
+    r"a\s+good\s+(?:idea|pick|choice|plan)|yes\s+or\s+no)\b|\b(?:ok(?:ay)?|fine|alright)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+WH_QUESTION = re.compile(r"\s*(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)  # a wh-question
+SENTENCES = re.compile(r"(?<=[.!?;])\s+(?=\S)")
+DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+DAY_WORD = re.compile(r"\b(mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?\b|\b(weekends?|weekdays?)\b",
+                       re.IGNORECASE)
+_MONTH_WORD = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.IGNORECASE)
+MONTHS_IN_FULL = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+                "november", "december"}
+_CLOCK = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\b|\b(noon|midnight)\b", re.IGNORECASE)
+_BOUND = re.compile(r"\b(before|earlier\s+than|until|till|after|later\s+than|past)\s+(?:about\s+)?$", re.IGNORECASE)
+# Words that carry the rule's polarity or the question's form, not what either is about.
+_FORM_TERMS = terms(
+    "never avoid avoids avoided avoiding allergic allergy allergies intolerant allowed rule rules policy always must only exclusively "
+    "need have has hate hates dislike dislikes stay away longer please okay fine idea good possible able "
+    "before earlier after later until till past noon midnight weekend weekends weekday weekdays"
+)
+_DAY_TERMS = terms(" ".join(DAYS)) | terms("mon tue tues wed thu thur thurs fri sat sun")
+_MONTH_TERMS = terms("january february march april may june july august september october november december "
+                     "jan feb mar apr jun jul aug sep oct nov dec")
+
+
+@dataclass
+class RuleVerdict:
+    text: str  # "No — <rule as stored>" / "Yes — ..." (the rule quoted verbatim from the evidence)
+    rules: list[Evidence]  # the evidence items holding the rules it rests on
+    decision: str  # "no" | "yes"
+
+
+def _days(text: str) -> set[int]:
+    out: set[int] = set()
+    for m in DAY_WORD.finditer(text):
+        if m.group(2):
+            out |= {5, 6} if m.group(2).lower().startswith("weekend") else {0, 1, 2, 3, 4}
+            continue
+        head = m.group(1).lower()[:3]
+        if m.group(0).lower() in {"sun", "sat", "wed", "mon"}:  # three-letter words alone are too ambiguous
+            continue
+        out.add(["mon", "tue", "wed", "thu", "fri", "sat", "sun"].index(head))
+    return out
+
+
+def _months(text: str) -> set[int]:
+    """Months named in full ("March") or abbreviated ("Mar"); "may" alone is left out (the verb)."""
+    names = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    out = set()
+    for m in _MONTH_WORD.finditer(text):
+        word = m.group(0).lower()
+        if word == "may" and not m.group(0)[0].isupper():
+            continue
+        if word == "may" and m.start() == len(text) - len(text.lstrip()):
+            continue  # "May I ...": the verb that opens a question
+        if word in MONTHS_IN_FULL or word in names or word == "sept":
+            out.add(names.index(word[:3]))
+    return out
+
+
+def _minutes(m: re.Match[str]) -> int:
+    if m.group(4):
+        return 12 * 60 if m.group(4).lower() == "noon" else 0
+    hour, minute = int(m.group(1)) % 12, int(m.group(2) or 0)
+    return (hour + (12 if m.group(3).lower() == "p" else 0)) * 60 + minute
+
+
+# A bare hour after a bound ("no meetings before 9", "nothing after 7"): the working-day reading, a
+# morning hour for 5-11 before a bound word and an afternoon or evening one otherwise.
+_BARE_BOUND = re.compile(
+    r"\b(before|earlier\s+than|until|till|after|later\s+than|past)\s+(?:about\s+)?(\d{1,2})(?::(\d{2}))?"
+    r"(?!\s*(?:[ap]\.?m\b|[:.]?\d|%|st\b|nd\b|rd\b|th\b|\s*(?:minutes?|mins?|hours?|days?|weeks?|months?|years?|k\b|km|miles?|kg|lbs?)))",
+    re.IGNORECASE,
+)
+
+
+# A time asked for with no am or pm ("a stand-up at 8:30", "the sync at 5"): the working-day reading,
+# 7 to 11 in the morning, 12 to 6 in the afternoon or evening.
+_BARE_AT = re.compile(r"\bat\s+(\d{1,2})(?::(\d{2}))?(?!\s*(?:[ap]\.?m\b|[:.]?\d|%|st\b|nd\b|rd\b|th\b))", re.IGNORECASE)
+
+
+def _asked_times(question: str) -> list[int]:
+    """The clock times a question asks about: written ones, and bare hours after "at"."""
+    times = _clock(question)[0]
+    for m in _BARE_AT.finditer(question):
+        hour, minute = int(m.group(1)), int(m.group(2) or 0)
+        if 7 <= hour <= 11:
+            times.append(hour * 60 + minute)
+        elif 1 <= hour <= 6 or hour == 12:
+            times.append((hour % 12 + 12) * 60 + minute)
+    return times
+
+
+def _clock(text: str) -> tuple[list[int], list[tuple[str, int]]]:
+    """Clock times of a text: plain ones, and bounded ones ("before 10am" → ("before", 600))."""
+    plain, bounded = [], []
+
+    def side(word: str) -> str:
+        return "before" if word.lower().startswith(("before", "earlier", "until", "till")) else "after"
+
+    for m in _CLOCK.finditer(text):
+        bound = _BOUND.search(text[: m.start()])
+        if bound:
+            bounded.append((side(bound.group(1)), _minutes(m)))
+        else:
+            plain.append(_minutes(m))
+    for m in _BARE_BOUND.finditer(text):
+        hour, minute = int(m.group(2)), int(m.group(3) or 0)
+        if not 1 <= hour <= 12:
+            continue
+        morning = side(m.group(1)) == "before" and 5 <= hour <= 11
+        bounded.append((side(m.group(1)), (hour % 12 + (0 if morning else 12)) * 60 + minute))
+    return plain, bounded
+
+
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:['’]s)?\b")
+
+
+def _about(text: str) -> set[str]:
+    """What a rule or a proposal is about, less the people it names: "Mila has a peanut allergy" is
+    not about every plan for Mila ("Is pasta OK for Mila's lunch?" shares only her name)."""
+    names = set().union(*(terms(m.group()) for m in _NAME.finditer(text.strip())))
+    return _plain_terms(text) - names
+
+
+def _plain_terms(text: str) -> set[str]:
+    """What a rule or a proposal is about: content terms less polarity words, weekdays, months, times."""
+    return {t for t in terms(text) if t not in _FORM_TERMS and t not in _DAY_TERMS and t not in _MONTH_TERMS}
+
+
+def quoted(item: Evidence, sentence: str) -> str:
+    """The rule as stored: the sentence of a note, or a profile fact's value."""
+    if item.kind == "profile":
+        return profile_value(item.text)
+    return sentence.strip().rstrip(";,")
+
+
+def _polarity(sentence: str) -> str | None:
+    """"prohibit" (never, don't, no …), "only" (only, always, must) or None: no rule language."""
+    if _prohibits(sentence):
+        return "prohibit"
+    return "only" if _ONLY.search(sentence) else None
+
+
+def current_rules(items: Sequence[Evidence]) -> list[tuple[Evidence, str, str]]:
+    """(item, sentence, polarity) for each sentence holding rule language that no later statement
+    replaced (:func:`replaced_rules`); notes before profile facts (a note is the rule as the user
+    wrote it; the profile fact is the model's copy of it)."""
+    out = []
+    replaced = replaced_rules(items)
+    ordered = sorted(items, key=lambda e: (e.kind == "profile", e.kind == "summary"))
+    for item in ordered:
+        if item.kind == "summary" or item.stale:
+            continue  # computed facts ("No always/never rule ... was found") and superseded rules
+        for sentence in _sentences_of(item):
+            polarity = _polarity(sentence)
+            if polarity is not None and (item.note_id, sentence) not in replaced:
+                out.append((item, sentence, polarity))
+    return out
+
+
+def _sentences_of(item: Evidence) -> list[str]:
+    text = quoted(item, item.text) if item.kind == "profile" else item.text
+    return [s for s in SENTENCES.split(text.strip()) if s]
+
+
+# --- which rules still hold -------------------------------------------------------------------------
+# People change their rules by saying the new one, not by revoking the old: "hard rule: no work calls
+# after 6pm" in January, "I'll take calls until 7pm now, but nothing after 7" in May; "no meetings after
+# 4pm on Wednesdays", then "from November it's no meetings after 4 on Tuesdays"; or by saying that the
+# reason for the rule has moved: "Wednesday evenings are pottery, so don't put anything after 6 on a
+# Wednesday", then "pottery changes from September: it moves to Tuesday evenings". A rule sentence is
+# replaced by a later sentence of the same person that
+# - is itself a rule about the same thing, bounding time on the same side (both "after …", both
+#   "before …"), or saying that something changed (now, again, instead, updated …) when it does not
+#   bound time on the other side only ("no meetings before 9" is not replaced by "Updated: no meetings
+#   after 4 on Tuesdays": both hold); or
+# - is no rule, shares a word with the rule's reason (the clause before "so"), says that something
+#   changed and says to when. "The team meeting moved to the big room" changes one meeting, not
+#   "never schedule meetings on Fridays".
+# Rules that add up ("never on Fridays", later "no meetings on Mondays either") share no side and say
+# no change, so both stay. Amounts are limits (:func:`_limit_verdict`): there the newest always wins.
+_CHANGE = re.compile(
+    r"\b(?:now|again|instead|any\s?more|no\s+longer|mov(?:e|es|ed|ing)|chang(?:e|es|ed|ing)|"
+    r"switch(?:es|ed|ing)?|updated?)\b", re.IGNORECASE,
+)
+# What a rule forbids may be anything at all ("so nothing before noon on Sundays", "don't put anything
+# after 6 on a Wednesday"): such a rule is about its day and time, whatever is proposed. These words
+# say what any rule may say, not what it is about.
+_ANYTHING = re.compile(r"\b(?:anything|nothing|everything|none)\b", re.IGNORECASE)
+_ANYTHING_TERMS = terms("anything nothing everything none")
+_PLACEHOLDER_VERBS = terms("put schedule book plan arrange have bring go come try get take let")
+# Clauses a rule sentence joins: the reason and the rule ("Sunday mornings are my long runs, so nothing
+# before noon on Sundays"), a permission and a prohibition ("calls until 7pm now, but nothing after 7",
+# "work calls until 7 pm, none after").
+_CLAUSES = re.compile(
+    r"\s*(?:,\s*(?:but|so)\b|;|\bbut\b|\bso\b(?=\s+(?:no|nothing|don['’]t|never)\b)|,(?=\s*(?:none|nothing|never|no)\b))\s*",
+    re.IGNORECASE,
+)
+# A month the rule starts in is not a month it is about: "from November it's no meetings after 4".
+_STARTING = re.compile(r"\b(?:from|since|starting(?:\s+in)?|as\s+of|beginning(?:\s+in)?)\s+(?:next\s+)?"
+                       r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.IGNORECASE)
+
+
+def _clauses(sentence: str) -> list[tuple[str, bool]]:
+    """(clause, holds rule language) for each clause of ``sentence``."""
+    return [(c, _polarity(c) is not None) for c in _CLAUSES.split(sentence) if c and c.strip()]
+
+
+def _ruling_clause(sentence: str) -> str:
+    """The clauses of ``sentence`` that hold its rule language: the days and months it is about are
+    theirs, less a month it starts in."""
+    clauses = _clauses(sentence)
+    ruling = [c for c, rule in clauses if rule]
+    text = " ".join(ruling) if len(clauses) > 1 and ruling else sentence
+    return _STARTING.sub(" ", text)
+
+
+def _rule_clock(sentence: str) -> tuple[list[int], list[tuple[str, int]]]:
+    """The clock times a rule sentence bounds (:func:`_clock`). A bound in a clause that permits, beside
+    one that forbids, is the forbidden side turned round: "calls until 7pm now, but nothing after 7" and
+    "work calls until 7 pm, none after" both bound after 7pm, not before it."""
+    clauses = _clauses(sentence)
+    if len(clauses) < 2 or not any(rule for _, rule in clauses):
+        return _clock(sentence)
+    plain: list[int] = []
+    bounds: list[tuple[str, int]] = []
+    for clause, rule in clauses:
+        times, bounded = _clock(clause)
+        plain += times
+        bounds += bounded if rule else [("after" if side == "before" else "before", t) for side, t in bounded]
+    return plain, list(dict.fromkeys(bounds))
+
+
+def _about_anything(sentence: str) -> bool:
+    """A rule whose object is anything at all: its ruling clause names nothing but "anything" /
+    "nothing" and placeholder verbs ("don't put anything after 6 on a Wednesday")."""
+    clause = _ruling_clause(sentence)
+    return (_ANYTHING.search(clause) is not None
+            and not _plain_terms(clause) - _ANYTHING_TERMS - _PLACEHOLDER_VERBS)
+
+
+def rule_sentences_of(item: Evidence) -> list[str]:
+    """The sentences of ``item`` that hold rule language (not limits: the newest limit always wins)."""
+    return [s for s in _sentences_of(item) if _polarity(s) is not None and not limits(s)]
+
+
+def _bound_sides(sentence: str) -> set[str]:
+    return {side for side, _ in _rule_clock(sentence)[1]}
+
+
+def _assistant(item: Evidence) -> bool:
+    return (item.speaker or "").strip().lower() in ASSISTANT_SPEAKERS
+
+
+def _same_person(a: Evidence, b: Evidence) -> bool:
+    """Both said by one person; an assistant's line restates its user's ("Updated: no calls after 7")."""
+    sa, sb = (a.speaker or "").strip().lower(), (b.speaker or "").strip().lower()
+    return sa == sb or not sa or not sb or sa in ASSISTANT_SPEAKERS or sb in ASSISTANT_SPEAKERS
+
+
+def replaced_rules(items: Sequence[Evidence]) -> dict[tuple[int, str], tuple[Evidence, str]]:
+    """(note id, rule sentence) → (the later item, its sentence) that replaced that rule (see above)."""
+    said = [(item, s) for item in items if item.kind != "summary" for s in _sentences_of(item)]
+    out: dict[tuple[int, str], tuple[Evidence, str]] = {}
+    for item in items:
+        if item.kind == "summary":
+            continue
+        for rule in rule_sentences_of(item):
+            about = _plain_terms(rule) - _ANYTHING_TERMS
+            reason = _plain_terms(" ".join(c for c, ruling in _clauses(rule) if not ruling))
+            sides = _bound_sides(rule)
+            for later, sentence in said:
+                if (later.event_time or "", later.note_id) <= (item.event_time or "", item.note_id):
+                    continue
+                if not _same_person(item, later):
+                    continue
+                if _assistant(later) and not _assistant(item) and later.day == item.day:
+                    continue  # "Understood: no calls after 6 pm": the user's rule restated, not changed
+                if _polarity(sentence) is not None:
+                    later_sides = _bound_sides(sentence)
+                    replaces = bool(about & _plain_terms(sentence)) and bool(
+                        sides & later_sides or (_CHANGE.search(sentence) and not (sides and later_sides)))
+                else:
+                    replaces = (bool(reason & _plain_terms(sentence)) and _CHANGE.search(sentence) is not None
+                                and bool(_days(sentence) or _clock(sentence)[0] or _months(sentence)))
+                if replaces:
+                    out[(item.note_id, rule)] = (later, sentence)
+                    break
+    return out
+
+
+# "no" before a word that makes an idiom, not a prohibition: "no time with the move", "no idea".
+_NO_IDIOM = re.compile(r"\bno\s+(?:time|idea|way|one|clue|doubt|problem|problems|worries|rush|matter|wonder|joke)\b",
+                       re.IGNORECASE)
+_EMOTIVE = re.compile(r"\b(?:hate|hates|dislike|dislikes)\b", re.IGNORECASE)
+_THIRD_PERSON = re.compile(r"\b(?:he|she|they|he['’]ll|she['’]ll|they['’]ll|he['’]s|she['’]s|they['’]re)\b", re.IGNORECASE)
+
+
+def _prohibits(sentence: str) -> bool:
+    """Prohibiting language in ``sentence``: not an idiom ("no time"), and a dislike that is not
+    someone else's feeling reported ("he'll pretend to hate it")."""
+    found = [m for m in _PROHIBIT.finditer(sentence)
+             if not (m.group().lower() == "no" and _NO_IDIOM.match(sentence, m.start()))]
+    if not found:
+        return False
+    if all(_EMOTIVE.fullmatch(m.group()) for m in found):
+        before = sentence[: found[0].start()]
+        return _THIRD_PERSON.search(before) is None
+    return True
+
+
+def applies(question: str, sentence: str, *, any_subject: bool = False) -> str | None:
+    """Does the rule sentence speak to the proposal? "match" (it covers the proposal), "other" (it is
+    about the same thing but a different day / month / time), or None (it is about something else).
+    ``any_subject``: judge the day, month and time alone, as if the rule were about what is proposed."""
+    shared = _about(question) & _about(sentence)
+    if not shared and not _about_anything(sentence) and not any_subject:
+        return None
+    rule_plain, rule_bounds = _rule_clock(sentence)
+    sentence = _ruling_clause(sentence)
+    rule_days, asked_days = _days(sentence), _days(question)
+    rule_months, asked_months = _months(sentence), _months(question)
+    if rule_days and asked_days and not asked_days <= rule_days:
+        return "other"
+    if rule_days and not asked_days:
+        return None  # "never on Fridays", asked with no day: it depends; the model says so
+    if rule_months and asked_months and not asked_months <= rule_months:
+        return "other"
+    asked_times = _asked_times(question)
+    if (rule_bounds or rule_plain) and not asked_times:
+        return None
+    for kind, limit in rule_bounds:
+        for t in asked_times:
+            inside = t < limit if kind == "before" else t > limit
+            if not inside:
+                return "other"
+    if rule_plain and asked_times and not set(asked_times) <= set(rule_plain):
+        return "other"
+    return "match"
+
+
+def is_proposal(question: str) -> bool:
+    """A yes/no question about doing something: "Can we meet on Friday?", "Is it ok to order pizza?".
+    What is proposed may be told first and asked last: "The US team wants a call at 9am on Tuesday.
+    Can I take it?" — each sentence of the question is read on its own."""
+    return any(_PROPOSAL.search(part) and not WH_QUESTION.match(part) for part in SENTENCES.split(question.strip()))
+
+
+def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | None = None, *,
+                 asked_days: Sequence[tuple[date, date]] = ()) -> RuleVerdict | None:
+    """A yes/no verdict on a proposal from the stored rules, or None when no rule is about it.
+
+    A prohibiting rule (never, don't, avoid, allergic, no …) whose object overlaps the proposal and
+    whose day / month / time covers it → "No — <rule>". A limiting rule (only, always, must) that
+    the proposal meets → "Yes — <rule>"; one it does not meet (other terms, another day) → "No — <rule>".
+    A prohibiting rule on the same thing but another day or time → "Yes — nothing in your rules rules it
+    out", quoting the closest rule. The rule is quoted as stored; with ``context`` (the packed text),
+    only rules shown there verbatim are used, so the validator can check the quote.
+
+    An amount in the question is judged by the newest limit on it (:func:`_limit_verdict`). Days in
+    ``asked_days`` (the caller resolves the question's dates with the write path's resolver) that a
+    stored plan already takes make the proposal "No — it clashes with ..." (:func:`_clash`)."""
+    flat = norm(context) if context is not None else None
+    limit = _limit_verdict(question, evidence, flat)
+    if not is_proposal(question):
+        return limit
+    if limit is not None and limit.decision == "no":
+        return limit
+    no, yes, near = [], [], []
+    for item, sentence, polarity in current_rules(evidence):
+        rule = quoted(item, sentence)
+        if flat is not None and norm(rule) not in flat:
+            continue
+        if limits(sentence):
+            continue  # a limit: decided above by its newest value, or it depends on an amount not asked
+        fit = applies(question, sentence)
+        if fit is None:
+            continue
+        if polarity == "prohibit":
+            if fit == "match":
+                no.append((item, rule))
+            elif _about(question) & _about(sentence):
+                near.append((item, rule))  # not one about anything: that it is on another day rules nothing in
+            continue
+        extra_asked = _plain_terms(question) - _plain_terms(sentence) - _GENERIC_ASK
+        extra_rule = _plain_terms(sentence) - _plain_terms(question)
+        if fit == "other" or (extra_asked and extra_rule):
+            no.append((item, rule))
+        elif fit == "match" and not extra_rule:
+            yes.append((item, rule))
+    if no:
+        return RuleVerdict(f"No — {no[0][1]}", _holding_rule(no), "no")
+    clash = _clash(question, evidence, flat, asked_days)
+    if clash is not None:
+        return clash
+    if limit is not None:
+        return limit
+    if yes:
+        return RuleVerdict(f"Yes — {yes[0][1]}", _holding_rule(yes), "yes")
+    if near:
+        return RuleVerdict(f'Yes — nothing in your rules rules it out (closest: "{near[0][1]}")', _holding_rule(near), "yes")
+    return _lifted(question, evidence, flat)
+
+
+def _lifted(question: str, evidence: Sequence[Evidence], flat: str | None) -> RuleVerdict | None:
+    """"Yes — …" for a proposal that only a replaced rule forbade: "Wednesday evenings are pottery, so don't
+    put anything after 6 on a Wednesday", asked about a Wednesday 7pm book club, after "pottery changes
+    from September: it moves to Tuesday evenings". The line that replaced the rule is quoted."""
+    for (note_id, sentence), (later, replacing) in replaced_rules(evidence).items():
+        item = next((e for e in evidence if e.note_id == note_id and e.kind != "summary"), None)
+        if item is None or _polarity(sentence) != "prohibit" or applies(question, sentence) != "match":
+            continue
+        shown = replacing.strip().rstrip(";,")
+        if flat is not None and norm(shown) not in flat:
+            continue
+        when = f" on {day_label(later.day)}" if later.day else ""
+        return RuleVerdict(f'Yes — the rule against it changed{when}: "{shown}"', [later], "yes")
+    return None
+
+
+_GENERIC_ASK = terms("bring go come try get take let")
+
+
+# "Does a £45 dinner still fit my budget?": a yes/no question about an amount and a limit, not
+# worded as a proposal.
+_ASKS_LIMIT = re.compile(
+    r"^\s*(?:do|does|did|is|are|would|will|can|could|should|am)\b.*\b(?:fit|fits|within|afford|over|under|budget|"
+    r"limit|allowed|ok(?:ay)?|fine|too\s+(?:much|far|long|many))\b", re.IGNORECASE | re.DOTALL,
+)
+
+
+# ... or asked in a word or two after the thing is told: "Theo's registry has a $320 stand mixer. Within my budget?"
+_ASKS_LIMIT_SHORT = re.compile(r"^\s*(?:still\s+)?(?:within|over|under|inside|fits?|affordable)\b[^.!]*\?\s*$", re.IGNORECASE)
+
+
+CLASH_MAX_DAYS = 14  # a stored span longer than this ("in June", "this spring") takes no particular day
+
+
+def _clash(question: str, evidence: Sequence[Evidence], flat: str | None,
+           asked_days: Sequence[tuple[date, date]]) -> RuleVerdict | None:
+    """A proposal for days a stored plan already takes ("feed Mochi 22 to 26 December" while "Dublin
+    from 21 to 27 December") → "No — it clashes with ...", quoting the sentence that dates the plan;
+    the newest such note wins (a moved plan is told again). A note sharing what the proposal is about
+    is the proposal itself, told earlier, not a clash."""
+    asked = [(a, b) for a, b in asked_days if (b - a).days < CLASH_MAX_DAYS]
+    if not asked:
+        return None
+    about = _plain_terms(question)
+    found: list[tuple[str, int, Evidence, str, str]] = []
+    for item in evidence:
+        if item.kind in ("summary", "profile") or item.note_id <= 0:
+            continue
+        for d in item.dates:
+            start, end = parse_iso_day(d.get("start")), parse_iso_day(d.get("end"))
+            if start is None or d.get("approximate") or d.get("granularity", "day") != "day":
+                continue
+            end = end or start
+            if (end - start).days >= CLASH_MAX_DAYS or not any(start <= b and a <= end for a, b in asked):
+                continue
+            label = d.get("label") or ""
+            sentence = next((x for x in SENTENCES.split(item.text.strip()) if label and f"[{label}]" in x),
+                            item.text.strip())
+            if _plain_terms(sentence) & about or (flat is not None and norm(sentence) not in flat):
+                continue
+            found.append((item.event_time or "", item.note_id, item, sentence, label))
+    if not found:
+        return None
+    _, _, item, sentence, label = max(found, key=lambda f: (f[0], f[1]))
+    return RuleVerdict(f'No — it clashes with your plans for {label}: "{sentence.strip()}"', [item], "no")
+
+
+# Words every limit and every question about one may use: they say nothing about what is limited.
+_LIMIT_TERMS = terms("budget budgets limit limits max maximum cap capped spend spent fit fits within allowed afford "
+                     "minimum least most total")
+
+
+def _limit_verdict(question: str, evidence: Sequence[Evidence],
+                   flat: str | None) -> RuleVerdict | None:
+    """A verdict on an amount the question names ("a job about 40 miles away", "a £45 dinner") from the
+    newest stored limit in its unit on the same thing (:mod:`edgemem.recall.limits`). The limit is about the question when they share a content word; a
+    lone limit in the unit counts without one. Limits change: the newest note wins, a profile fact
+    (the model's copy) only when no note states one."""
+    asked_units = {a.unit for a in amounts(question)}
+    asks = is_proposal(question) or any(_ASKS_LIMIT.search(part) or _ASKS_LIMIT_SHORT.search(part)
+                                        for part in SENTENCES.split(question.strip()))
+    if not asked_units or not asks:
+        return None
+    found: list[tuple[Evidence, str, str, Limit]] = []
+    for item in evidence:
+        if item.kind == "summary":
+            continue
+        text = quoted(item, item.text) if item.kind == "profile" else item.text
+        for sentence in SENTENCES.split(text.strip()):
+            rule = quoted(item, sentence)
+            if flat is not None and norm(rule) not in flat:
+                continue
+            found.extend((item, rule, sentence, lim) for lim in limits(sentence) if lim.amount.unit in asked_units)
+    if not found:
+        return None
+    asked_terms = _plain_terms(question) - _LIMIT_TERMS
+    about = [f for f in found if (_plain_terms(f[2]) - terms(f[3].amount.unit)) & asked_terms]
+    if not about and len(found) == 1:
+        about = found
+    notes_only = [f for f in about if f[0].kind != "profile"]
+    about = notes_only or about
+    if not about:
+        return None
+    def when(f: tuple[Evidence, str, str, Limit]) -> tuple[str, int]:
+        return (f[0].event_time or "", f[0].note_id)
+
+    best = max(about, key=when)
+    # A newer limit in the unit that names the value it replaces ("up to 40 miles now, not 30") or
+    # shares what it limits with the one found is its update, even when it does not name the thing.
+    for f in sorted(found, key=when):
+        if when(f) <= when(best) or (f[0].kind == "profile" and best[0].kind != "profile"):
+            continue
+        old_value = best[3].amount.show().lstrip("£$€").split()[0]
+        names_old = re.search(rf"(?<![\d.,]){re.escape(old_value)}(?![\d.,]*\d)", f[2].replace(best[3].amount.written, "")) is not None
+        shared = (_plain_terms(f[2]) & _plain_terms(best[2])) - _LIMIT_TERMS - terms(best[3].amount.unit)
+        if names_old or shared:
+            best = f
+    item, rule, _, lim = best
+    asked = asked_amount(question, lim.amount.unit)
+    if asked is None:
+        return None
+    bounded = [a for a in limits(question, budget=False) if a.amount.unit == lim.amount.unit]
+    if bounded:  # "Do I still only take jobs within 30 miles?" asks what the limit is, not about 30 miles
+        if bounded[0].amount.value == lim.amount.value and bounded[0].upper == lim.upper:
+            return RuleVerdict(f'Yes — "{rule}"', [item], "yes")
+        return RuleVerdict(f'No — the newest limit is {lim.amount.show()}: "{rule}"', [item], "no")
+    value, parts = asked
+    shown = " + ".join(a.show() for a in parts) + (f" = {lim.amount.show(value)}" if len(parts) > 1 else "")
+    if lim.allows(value):
+        return RuleVerdict(f'Yes — {shown} is within the limit: "{rule}"', [item], "yes")
+    side = "over the limit" if lim.upper else "under the minimum"
+    return RuleVerdict(f'No — {shown} is {side}: "{rule}"', [item], "no")
+
+
+def _holding_rule(found: list[tuple[Evidence, str]]) -> list[Evidence]:
+    """The items stating the rule quoted (the first found): its note, and the profile fact copied
+    from it ("never schedule meetings on Fridays" inside "Rule: never schedule meetings on Fridays.")."""
+    quoted = norm(found[0][1])
+    out: list[Evidence] = []
+    for item, rule in found:
+        same = norm(rule)
+        if (same in quoted or quoted in same) and all(item is not o for o in out):
+            out.append(item)
+    return out
+
+
+def norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text.replace("’", "'")).strip().lower().rstrip(".!;")
