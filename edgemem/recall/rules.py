@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from edgemem.recall.evidence import ASSISTANT_SPEAKERS, Evidence, parse_iso_day, profile_value, terms
-from edgemem.recall.limits import Limit, amounts, asked_amount, limits
+from edgemem.recall.limits import Amount, Limit, amounts, asked_amount, limits
 from edgemem.text import day_label
 
 # "Can we meet on Friday?" against a stored "never schedule meetings on Fridays": a 1.5B model quotes
@@ -578,11 +578,56 @@ def _limit_verdict(question: str, evidence: Sequence[Evidence],
             return RuleVerdict(f'Yes — "{rule}"', [item], "yes")
         return RuleVerdict(f'No — the newest limit is {lim.amount.show()}: "{rule}"', [item], "no")
     value, parts = asked
+    bought = _already_bought(question, evidence, best, flat) if lim.upper else []
+    parts = [a for _, a in bought] + parts
+    value += sum(a.value for _, a in bought)
     shown = " + ".join(a.show() for a in parts) + (f" = {lim.amount.show(value)}" if len(parts) > 1 else "")
+    cited = [item]
+    for e, _ in bought:
+        if all(e is not c for c in cited):
+            cited.append(e)
     if lim.allows(value):
-        return RuleVerdict(f'Yes — {shown} is within the limit: "{rule}"', [item], "yes")
+        return RuleVerdict(f'Yes — {shown} is within the limit: "{rule}"', cited, "yes")
     side = "over the limit" if lim.upper else "under the minimum"
-    return RuleVerdict(f'No — {shown} is {side}: "{rule}"', [item], "no")
+    return RuleVerdict(f'No — {shown} is {side}: "{rule}"', cited, "no")
+
+
+# "a €180 LEGO set on top of what I already bought": what was bought is in the notes, not the question.
+_ON_TOP = re.compile(r"\b(?:on\s+top\s+of|plus|as\s+well\s+as|in\s+addition\s+to|with)\s+(?:what|everything|all)\b"
+                     r"[^.?!]*\b(?:already|so\s+far|bought|spent|paid|got)\b", re.IGNORECASE)
+_BOUGHT = re.compile(r"\b(?:bought|spent|paid|ordered|got|picked\s+up)\b", re.IGNORECASE)
+_SPENDING_TERMS = terms("top already far bought buy spent spend paid pay got get ordered picked want wants euro euros "
+                        "dollar dollars pound pounds quid bucks")
+# A bare number closing a list after an amount takes its unit: "the harness, 75 euro, and LEGO, 60".
+_LISTED = re.compile(r",\s*(?:and\s+)?(?:[^\W\d_]+\s*,\s*)?(\d+(?:\.\d+)?)\s*(?=[,.;!]|$)")
+
+
+def _already_bought(question: str, evidence: Sequence[Evidence], found: tuple[Evidence, str, str, Limit],
+                    flat: str | None) -> list[tuple[Evidence, Amount]]:
+    """What the notes say was already bought against a limit the question adds to ("on top of what I
+    already bought"): amounts in the limit's unit in lines of the same person, said when the limit was
+    or later, with a verb of buying, naming something the question or the limit names."""
+    if not _ON_TOP.search(question):
+        return []
+    item, _, limit_sentence, lim = found
+    about = (_about(question) | _about(limit_sentence)) - _LIMIT_TERMS - _SPENDING_TERMS
+    out: list[tuple[Evidence, Amount]] = []
+    for e in evidence:
+        if e.kind != "raw" or e.note_id <= 0 or not _same_person(item, e):
+            continue
+        if (e.event_time or "", e.note_id) < (item.event_time or "", item.note_id):
+            continue
+        for sentence in SENTENCES.split(e.text.strip()):
+            if (not _BOUGHT.search(sentence) or limits(sentence) or not _plain_terms(sentence) & about
+                    or (flat is not None and norm(sentence) not in flat)):
+                continue
+            named = [a for a in amounts(sentence) if a.unit == lim.amount.unit]
+            if named:
+                after = sentence[named[0].start:]
+                named += [Amount(float(m.group(1)), lim.amount.unit, named[0].start + m.start(1), m.group(1))
+                          for m in _LISTED.finditer(after) if not any(a.start == named[0].start + m.start(1) for a in named)]
+            out.extend((e, a) for a in named)
+    return out
 
 
 def _holding_rule(found: list[tuple[Evidence, str]]) -> list[Evidence]:

@@ -84,6 +84,21 @@ def test_a_limit_asked_in_a_word_or_two_after_the_amount_is_told() -> None:
     assert rule_verdict("Theo's registry has a $320 stand mixer.", ev, context) is None  # told, not asked
 
 
+def test_what_was_already_bought_counts_when_the_question_adds_to_it() -> None:
+    ev = [Evidence(1, "Christmas presents for Mila, max 250 euro total", "2025-12-02T20:10:00", "Jonas"),
+          Evidence(2, "bought the harness, 75 euro, and LEGO, 60", "2025-12-22T19:55:00", "Jonas"),
+          Evidence(3, "paid 40 euro for the train", "2025-12-23T19:55:00", "Jonas"),
+          Evidence(4, "Katrin bought the LEGO advent calendar, 30 euro", "2025-12-23T19:55:00", "Katrin")]
+    context = "\n".join(e.line() for e in ev)
+    asked = "Mila wants a €180 LEGO set on top of what I already bought. Is that within the Christmas budget?"
+    verdict = rule_verdict(asked, ev, context)
+    # the bare 60 closing the list is in euros; the train names nothing asked; Katrin's purchase is hers
+    assert verdict.text == 'No — €75 + €60 + €180 = €315 is over the limit: "Christmas presents for Mila, max 250 euro total"'
+    assert [e.note_id for e in verdict.rules] == [1, 2]
+    assert rule_verdict(asked.replace(" on top of what I already bought", ""), ev, context).text == (
+        'Yes — €180 is within the limit: "Christmas presents for Mila, max 250 euro total"')
+
+
 def test_a_limit_is_answered_from_a_real_store_with_no_model_call(settings, embedder) -> None:
     eng, llm, ids = remembered(settings, embedder, [
         ("2025-09-09T20:10:00", "I don't take jobs more than 30 miles from Bristol."),
