@@ -20,6 +20,7 @@ for the tier code. All are pure functions over :class:`Evidence` lists; they ret
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
@@ -212,8 +213,12 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
     stands: the recency filter marks the older statements of a changed plan outdated ("GP review on
     Tuesday 3 February" before "the GP cancelled my review, I'm in on the 17th now"). One about when
     something was ("When did …?") keeps every statement: two visits are two events."""
+    moved = redated(evidence)
     if _ASKS_PLAN.search(question):
-        evidence, _ = _mark_stale(evidence, supersedes, {e.note_id: terms(e.text) for e in evidence})
+        links = {**(supersedes or {}), **{old: new.note_id for old, new in moved.items()}}
+        evidence, _ = _mark_stale(evidence, links, {e.note_id: terms(e.text) for e in evidence})
+    else:
+        evidence = _outdate(evidence, moved)
     ordered = chronological(evidence)
     facts: list[str] = []
     found = anchors(question)
@@ -258,6 +263,64 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         # may be a neighbour's ("Mum's in Rosewood House", said 9 September, for "Mum's 80th").
         facts.append(f"{spans[0].label} is a {spans[0].start.strftime('%A')}")
     return Prepared("temporal-reasoning", ordered, facts, direct=direct)
+
+
+# --- plans told again with other dates ----------------------------------------------------------
+# "booked Lisbon! leaving Wednesday Sept 16" in February, "Updated: Lisbon from 22 to 30 September" in
+# June; "camping in Denmark, 28 July to 3 August", then "Denmark is moved ... now 4 to 10 August". The
+# Jaccard grouping of the recency filter misses these (one word in common), and the 1.5B model answered
+# the first dates with the second in view (Priya and Jonas: four of their questions). A later line of
+# the same person that says a change and gives other dates ahead of when it was said, about something
+# an earlier line planned ahead of when that was said, makes the earlier one outdated. Only plans are
+# told again this way: two visits reported after the fact are two events.
+_REDATE = re.compile(
+    r"\b(?:now|moved?|moves|changed?|changes|updated?|instead|extend(?:ed|ing)?|postponed?|resched\w*|"
+    r"pushed\s+back|brought\s+forward|delayed|not\s+the)\b", re.IGNORECASE,
+)
+_REDATE_TERMS = terms("now move moved moves change changed changes update updated instead extend extended extending "
+                      "postpone postponed reschedule rescheduled push pushed back brought forward delay delayed plan "
+                      "booked leaving leave back from until jan feb mar apr jun jul aug sep sept oct nov dec "
+                      "monday tuesday wednesday thursday friday saturday sunday " + " ".join(MONTH_NAMES))
+
+
+def _plan_days(e: Evidence) -> set[tuple[date, date]]:
+    """The spans a line dates ahead of the day it was said (a plan), exact to the day."""
+    said = e.day
+    out = set()
+    for d in e.dates:
+        start, end = parse_iso_day(d.get("start")), parse_iso_day(d.get("end"))
+        if start is None or said is None or start <= said or d.get("granularity", "day") != "day":
+            continue
+        out.add((start, end or start))
+    return out
+
+
+def redated(evidence: Sequence[Evidence]) -> dict[int, Evidence]:
+    """Note id of a plan → the newest later line that moved it (see above)."""
+    plans = [(e, days) for e in evidence if e.kind == "raw" and e.note_id > 0 and (days := _plan_days(e))]
+    out: dict[int, Evidence] = {}
+    people = Counter(who for e in evidence if (who := (e.speaker or "").strip().lower()) not in ASSISTANT_SPEAKERS)
+    user = people.most_common(1)[0][0] if people else ""  # an assistant's lines restate its user's
+
+    def teller(e: Evidence) -> str:
+        who = (e.speaker or "").strip().lower()
+        return user if who in ASSISTANT_SPEAKERS else who
+
+    for old, old_days in plans:
+        about = terms(old.text) - _REDATE_TERMS
+        for new, new_days in plans:
+            if _said(new) <= _said(old) or not new_days - old_days or _REDATE.search(new.text) is None:
+                continue
+            if teller(old) != teller(new):
+                continue  # someone else's plan
+            if about & terms(new.text) and (old.note_id not in out or _said(new) > _said(out[old.note_id])):
+                out[old.note_id] = new
+    return out
+
+
+def _outdate(evidence: Sequence[Evidence], moved: Mapping[int, Evidence]) -> list[Evidence]:
+    return [replace(e, stale=True, stale_since=moved[e.note_id].event_time, superseded_by=moved[e.note_id].note_id)
+            if e.note_id in moved and not e.stale else e for e in evidence]
 
 
 _ASKS_PLAN = re.compile(r"^\s*(?:when(?:['’]s|\s+(?:is|are|will|am|do|does))|what\s+(?:date|day|time)\s+(?:is|are|will|do|does))\b",
@@ -365,7 +428,8 @@ def recency(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[
     "(outdated as of <date>)". Output is sorted by time said, newest last (the B.2 conflict prompt
     reads "the most recent entries appear last")."""
     subject = {e.note_id: terms(e.text) for e in evidence}
-    marked, conflicts = _mark_stale(evidence, supersedes, subject)
+    links = {**(supersedes or {}), **{old: new.note_id for old, new in redated(evidence).items()}}
+    marked, conflicts = _mark_stale(evidence, links, subject)
     facts = _latest(question, marked)
     for current, older in sorted(conflicts, key=lambda c: _said(c[0])):
         days = ", ".join(dict.fromkeys(day_label(e.day) for e in sorted(older, key=_said) if e.day))

@@ -303,8 +303,8 @@ _DATE_ONLY = terms("today now tonight yesterday tomorrow date present moment")
 def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
     """The date of ``event``: a full date written in the event words themselves ("my dentist
     appointment (14 January 2026)"), else the stored date of the evidence line that shares most
-    content words with it — the one of that line's dates written nearest those words — else the day
-    that line was said. None when no line mentions it."""
+    content words with it, a line not marked outdated first — the one of that line's dates written
+    nearest those words — else the day that line was said. None when no line mentions it."""
     written = dates_in_text(event)
     if written:
         _, start, end, label = written[0]
@@ -312,7 +312,7 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
     wanted = terms(event) - _DATE_ONLY
     if not wanted:
         return None
-    best: tuple[int, bool, float, int] | None = None
+    best: tuple[bool, int, bool, float, int] | None = None
     chosen: Evidence | str | None = None
     for i, item in enumerate(evidence):
         if isinstance(item, Evidence) and item.kind == "summary":
@@ -321,7 +321,8 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
         if overlap == 0:
             continue
         dated = bool(_note_dates(item)) or _said_day(item) is not None
-        key = (overlap, dated, item.score if isinstance(item, Evidence) else 0.0, -i)
+        current = not (isinstance(item, Evidence) and item.stale)  # a moved plan's old dates are not its date
+        key = (current, overlap, dated, item.score if isinstance(item, Evidence) else 0.0, -i)
         if best is None or key > best:
             best, chosen = key, item
     if chosen is None:

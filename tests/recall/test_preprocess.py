@@ -15,10 +15,12 @@ from edgemem.recall.preprocess import (
     map_sessions,
     prepare,
     recency,
+    redated,
     rules,
     temporal,
     timeline,
 )
+from edgemem.recall.tools import ground
 
 
 def day(start: str, label: str, end: str | None = None, granularity: str = "day", approximate: bool = False) -> dict:
@@ -491,8 +493,14 @@ def test_when_a_plan_is_asked_the_older_statement_of_a_changed_plan_is_outdated(
     asked = temporal("When is my GP diabetes review?", review).evidence
     assert [(e.note_id, e.stale) for e in asked] == [(1, True), (2, False)]
     assert asked[0].line().endswith("(outdated as of 10 February 2026)")
-    # "When did …" asks about what happened: every statement stays as it was.
-    assert [e.stale for e in temporal("When did I have the GP review?", review).evidence] == [False, False]
+    # "When did …" asks about what happened, and a plan moved before it happened did not happen then
+    assert [e.stale for e in temporal("When did I have the GP review?", review).evidence] == [True, False]
+    # two reviews reported after the fact are two events: nothing is outdated
+    told = [Evidence(1, "had the GP review on Tuesday [3 February 2026]", "2026-02-04T20:00:00", speaker="Tom",
+                     dates=[day("2026-02-03", "3 February 2026")]),
+            Evidence(2, "another GP review now, on Tuesday [17 February 2026]", "2026-02-18T20:00:00", speaker="Tom",
+                     dates=[day("2026-02-17", "17 February 2026")])]
+    assert [e.stale for e in temporal("When did I have the GP review?", told).evidence] == [False, False]
 
 
 def test_an_overview_with_no_line_tying_the_name_to_the_topic_is_left_to_the_model() -> None:
@@ -586,3 +594,31 @@ def test_a_goal_is_read_on_the_day_it_was_set_and_a_hyphenated_value_counts() ->
     facts = timeline("How did my half marathon goal change?", goal).facts
     assert facts[0] == ("half marathon goal, each value in the notes, oldest first: "
                         "2:10 (11 January 2026) → 2:00 (8 April 2026) → 1:58:40 (3 May 2026)")
+
+
+def _on(start: str, end: str | None = None) -> dict:
+    return {"start": start, "end": end or start, "granularity": "day", "label": start}
+
+
+def test_a_plan_told_again_with_other_dates_outdates_the_first_telling() -> None:
+    booked = ev(1, "booked Lisbon! leaving Wednesday Sept 16 [16 September 2026], back Sept 24 [24 September 2026]",
+                "2026-02-19T19:15:00", "Priya", dates=[_on("2026-09-16"), _on("2026-09-24")])
+    moved = ev(2, "Updated: Lisbon from 22 to 30 September [22–30 September 2026].", "2026-06-02T21:10:00", "Assistant",
+               dates=[_on("2026-09-22", "2026-09-30")])
+    niagara = ev(3, "Niagara Falls with my parents on June 20 [20 June 2026]", "2026-05-02T21:10:00", "Priya",
+                 dates=[_on("2026-06-20")])
+    again = ev(4, "back in Lisbon now, went to the Alfama [5 August 2026]", "2026-08-06T10:00:00", "Priya",
+               dates=[_on("2026-08-05")])
+    theirs = ev(5, "Leah moved her Lisbon party to 26 September [26 September 2026]", "2026-06-05T10:00:00", "Leah",
+                dates=[_on("2026-09-26")])
+    items = [booked, moved, niagara, again, theirs]
+    # the update moves the booking; a visit reported after the fact and someone else's plan move nothing
+    assert {old: new.note_id for old, new in redated(items).items()} == {1: 2}
+    for question in ("When do I fly to Lisbon?", "What dates was the Lisbon trip in the end?"):
+        prepared = temporal(question, items)
+        assert [e.note_id for e in prepared.evidence if e.stale] == [1]
+    assert [e.note_id for e in recency("Where am I flying in September?", items).evidence if e.stale] == [1]
+    grounded = ground("Lisbon", [booked, moved])
+    assert (grounded.start, grounded.note_id) == (date(2026, 9, 16), 1)  # unmarked: the best match
+    grounded = ground("Lisbon", temporal("When do I fly to Lisbon?", [booked, moved]).evidence)
+    assert (grounded.start, grounded.note_id) == (date(2026, 9, 22), 2)  # the first telling is outdated
