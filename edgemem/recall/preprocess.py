@@ -272,7 +272,8 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
 # the first dates with the second in view (Priya and Jonas: four of their questions). A later line of
 # the same person that says a change and gives other dates ahead of when it was said, about something
 # an earlier line planned ahead of when that was said, makes the earlier one outdated. Only plans are
-# told again this way: two visits reported after the fact are two events.
+# told again this way: two visits reported after the fact are two events. A new last day alone ("the
+# Clevedon job ... now finishing on the 5th") leaves the first telling in force: its first day stands.
 _REDATE = re.compile(
     r"\b(?:now|moved?|moves|changed?|changes|updated?|instead|extend(?:ed|ing)?|postponed?|resched\w*|"
     r"pushed\s+back|brought\s+forward|delayed|not\s+the)\b", re.IGNORECASE,
@@ -281,6 +282,10 @@ _REDATE_TERMS = terms("now move moved moves change changed changes update update
                       "postpone postponed reschedule rescheduled push pushed back brought forward delay delayed plan "
                       "booked leaving leave back from until jan feb mar apr jun jul aug sep sept oct nov dec "
                       "monday tuesday wednesday thursday friday saturday sunday " + " ".join(MONTH_NAMES))
+
+
+# A new last day alone: "now finishing on the 5th of December", "flying home July 12 now, not the 5th".
+_ENDS = re.compile(r"\b(?:finish\w*|end(?:s|ing)?|until|till|back|home|leav\w*|return\w*|extend\w*)\b", re.IGNORECASE)
 
 
 def _plan_days(e: Evidence) -> set[tuple[date, date]]:
@@ -311,6 +316,8 @@ def redated(evidence: Sequence[Evidence]) -> dict[int, Evidence]:
         for new, new_days in plans:
             if _said(new) <= _said(old) or not new_days - old_days or _REDATE.search(new.text) is None:
                 continue
+            if len(new_days) == 1 and next(iter(new_days))[0] == next(iter(new_days))[1] and _ENDS.search(new.text):
+                continue  # "now finishing on the 5th": a new last day, the first one stands
             if teller(old) != teller(new):
                 continue  # someone else's plan
             if about & terms(new.text) and (old.note_id not in out or _said(new) > _said(out[old.note_id])):

@@ -611,8 +611,13 @@ def test_a_plan_told_again_with_other_dates_outdates_the_first_telling() -> None
                dates=[_on("2026-08-05")])
     theirs = ev(5, "Leah moved her Lisbon party to 26 September [26 September 2026]", "2026-06-05T10:00:00", "Leah",
                 dates=[_on("2026-09-26")])
-    items = [booked, moved, niagara, again, theirs]
-    # the update moves the booking; a visit reported after the fact and someone else's plan move nothing
+    rewire = ev(6, "full rewire in Clevedon, starts 10 November [10 November 2025]", "2025-10-28T21:15:00", "Priya",
+                dates=[_on("2025-11-10")])
+    overrun = ev(7, "Clevedon's running over, now finishing on the 5th of December [5 December 2025]",
+                 "2025-11-20T18:50:00", "Priya", dates=[_on("2025-12-05")])
+    items = [booked, moved, niagara, again, theirs, rewire, overrun]
+    # the update moves the booking; a visit reported after the fact, someone else's plan and a new last
+    # day alone (the rewire still started on 10 November) move nothing
     assert {old: new.note_id for old, new in redated(items).items()} == {1: 2}
     for question in ("When do I fly to Lisbon?", "What dates was the Lisbon trip in the end?"):
         prepared = temporal(question, items)
