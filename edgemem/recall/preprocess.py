@@ -320,9 +320,15 @@ def redated(evidence: Sequence[Evidence]) -> dict[int, Evidence]:
                 continue  # "now finishing on the 5th": a new last day, the first one stands
             if teller(old) != teller(new):
                 continue  # someone else's plan
+            if _assistant(new) and not _assistant(old) and new.day == old.day:
+                continue  # "Updated: Lisbon from 22 to 30 September": the user's line restated, not moved
             if about & terms(new.text) and (old.note_id not in out or _said(new) > _said(out[old.note_id])):
                 out[old.note_id] = new
     return out
+
+
+def _assistant(e: Evidence) -> bool:
+    return (e.speaker or "").strip().lower() in ASSISTANT_SPEAKERS
 
 
 def _outdate(evidence: Sequence[Evidence], moved: Mapping[int, Evidence]) -> list[Evidence]:

@@ -615,7 +615,12 @@ def test_a_plan_told_again_with_other_dates_outdates_the_first_telling() -> None
                 dates=[_on("2025-11-10")])
     overrun = ev(7, "Clevedon's running over, now finishing on the 5th of December [5 December 2025]",
                  "2025-11-20T18:50:00", "Priya", dates=[_on("2025-12-05")])
+    restated = ev(8, "Updated: Lisbon from 22 to 30 September [22–30 September 2026]; party on 26 September.",
+                  "2026-06-02T21:10:05", "Assistant", dates=[_on("2026-09-22", "2026-09-30"), _on("2026-09-26")])
     items = [booked, moved, niagara, again, theirs, rewire, overrun]
+    # an assistant restating the user's line the same day moves nothing
+    assert redated([ev(9, "now leaving Sept 22 [22 September 2026], party Sept 26 [26 September 2026]",
+                       "2026-06-02T21:10:00", "Priya", dates=[_on("2026-09-22"), _on("2026-09-26")]), restated]) == {}
     # the update moves the booking; a visit reported after the fact, someone else's plan and a new last
     # day alone (the rewire still started on 10 November) move nothing
     assert {old: new.note_id for old, new in redated(items).items()} == {1: 2}
