@@ -15,7 +15,10 @@ were read while tuning in the fifth session, so two fresh ones (``eval/data/pers
 written with their keys by a helper that saw no edgemem code) are check as well. The eleventh
 session read Priya's and Jonas's answers again and fitted rule, count and ownership changes on
 them: they keep the label ``check`` so earlier runs stay comparable, but only the fresh personas
-(Ines, Kwame) are a check nothing was tuned on.
+(Ines, Kwame) are a check nothing was tuned on. Two more personas (``eval/data/personal-more.json``,
+Lena and Rafael), written with their keys in the twenty-first session by a helper that saw no
+edgemem code, are *tune*: they give the rule, plan and count mechanisms histories to be fitted on
+without spending the fresh check.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ SPLITS: dict[str, str] = {
     "persona-jonas": CHECK,
     "persona-ines": CHECK,
     "persona-kwame": CHECK,
+    "persona-lena": TUNE,
+    "persona-rafael": TUNE,
 }
 
 

@@ -18,11 +18,13 @@ from edgemem.recall.router import TAGS
 
 PERSONAL = Path(str(files("edgemem.eval") / "data" / "personal.json"))
 FRESH = Path(str(files("edgemem.eval") / "data" / "personal-fresh.json"))  # two check personas written later
+MORE = Path(str(files("edgemem.eval") / "data" / "personal-more.json"))  # two tune personas written later still
+SETS = (PERSONAL, FRESH, MORE)
 
 
 @pytest.fixture(scope="module")
 def samples() -> list[dict]:
-    return [sample for path in (PERSONAL, FRESH) for sample in json.loads(path.read_text(encoding="utf-8"))]
+    return [sample for path in SETS for sample in json.loads(path.read_text(encoding="utf-8"))]
 
 
 def _sessions(sample: dict) -> list[int]:
@@ -31,13 +33,15 @@ def _sessions(sample: dict) -> list[int]:
 
 
 def test_loads_through_the_locomo_loader(samples):
-    conversations = [c for path in (PERSONAL, FRESH)
+    conversations = [c for path in SETS
                      for c in locomo.load(path, max_file_bytes=10_000_000, max_text_bytes=100_000)]
     assert [c.id for c in conversations] == [s["sample_id"] for s in samples]
     assert len(conversations) >= 3
     assert sum(len(c.questions) for c in conversations) >= 150
     fresh = [c.id for c in locomo.load(FRESH, max_file_bytes=10_000_000, max_text_bytes=100_000)]
     assert fresh == ["persona-ines", "persona-kwame"] and {splits.split_of(i) for i in fresh} == {"check"}
+    more = [c.id for c in locomo.load(MORE, max_file_bytes=10_000_000, max_text_bytes=100_000)]
+    assert more == ["persona-lena", "persona-rafael"] and {splits.split_of(i) for i in more} == {"tune"}
 
 
 def test_shape_of_each_persona(samples):
