@@ -44,17 +44,22 @@ _ONLY = re.compile(r"\b(?:only|exclusively|always|must|have\s+to|has\s+to|need\s
 # A proposal asks whether to do something: a modal opening ("Can we meet on Friday?") or an
 # acceptability phrase ("Is a 9am stand-up OK for me?", "Is it fine to ...", "a good idea?"). A plain
 # "is/are/do" question asks for a fact ("Is Sam on day shifts?") and is not one.
+# The modal may also open the question's last clause, after what is proposed: "Ingrid wants a 9:30
+# call on Monday, can I take it?", "… out of Madrid — should I book it?".
 _PROPOSAL = re.compile(
     r"^\s*(?:so\s+|and\s+|hey,?\s+)?(?:can|could|may|might|should|shall|ok|okay)\b|"
+    r"(?:[,;:\u2013\u2014]|\s-)\s*(?:so\s+|and\s+|but\s+|then\s+)?(?:can|could|may|might|should|shall)\s+\w+[^,;.!?]*\?\s*$|"
     r"\b(?:allowed|(?:ok(?:ay)?|fine|alright|acceptable|safe)\s+(?:to|if|for|with\s+me|by\s+me)|"
-    r"a\s+good\s+(?:idea|pick|choice|plan)|yes\s+or\s+no)\b|\b(?:ok(?:ay)?|fine|alright)\s*[?.!]*$",
+    r"(?:a\s+)?good\s+(?:idea|pick|choice|plan)|yes\s+or\s+no)\b|\b(?:ok(?:ay)?|fine|alright)\s*[?.!]*$",
     re.IGNORECASE,
 )
 WH_QUESTION = re.compile(r"\s*(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)  # a wh-question
 SENTENCES = re.compile(r"(?<=[.!?;])\s+(?=\S)")
 DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-DAY_WORD = re.compile(r"\b(mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?\b|\b(weekends?|weekdays?)\b",
-                       re.IGNORECASE)
+DAY_WORD = re.compile(r"\b(mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?\b|"
+                      r"\b(weekends?|weekdays?|school\s*nights?|week\s*nights?)\b", re.IGNORECASE)
+# The evenings before a school day (Sunday to Thursday); weeknights are Monday to Friday.
+_SPANS = {"weekend": {5, 6}, "weekday": {0, 1, 2, 3, 4}, "school": {6, 0, 1, 2, 3}, "week": {0, 1, 2, 3, 4}}
 _MONTH_WORD = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.IGNORECASE)
 MONTHS_IN_FULL = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
                 "november", "december"}
@@ -82,7 +87,8 @@ def _days(text: str) -> set[int]:
     out: set[int] = set()
     for m in DAY_WORD.finditer(text):
         if m.group(2):
-            out |= {5, 6} if m.group(2).lower().startswith("weekend") else {0, 1, 2, 3, 4}
+            word = m.group(2).lower()
+            out |= next(days for head, days in _SPANS.items() if word.startswith(head))
             continue
         head = m.group(1).lower()[:3]
         if m.group(0).lower() in {"sun", "sat", "wed", "mon"}:  # three-letter words alone are too ambiguous
@@ -122,16 +128,32 @@ _BARE_BOUND = re.compile(
 )
 
 
-# A time asked for with no am or pm ("a stand-up at 8:30", "the sync at 5"): the working-day reading,
-# 7 to 11 in the morning, 12 to 6 in the afternoon or evening.
-_BARE_AT = re.compile(r"\bat\s+(\d{1,2})(?::(\d{2}))?(?!\s*(?:[ap]\.?m\b|[:.]?\d|%|st\b|nd\b|rd\b|th\b))", re.IGNORECASE)
+# A time asked for with no am or pm ("a stand-up at 8:30", "the sync at 5", "a 9:30 call"): the
+# working-day reading, 7 to 11 in the morning, 12 to 6 in the afternoon or evening. An hour needs
+# "at"; a time with minutes is one wherever it stands. The first time of a range takes the
+# meridiem of its end when that keeps it earlier ("7:15 to 8:30pm" is 7:15pm).
+_BARE_AT = re.compile(
+    r"(?:\bat\s+(\d{1,2})(?::(\d{2}))?|(?<![\d:./])\b(\d{1,2}):(\d{2}))"
+    r"(?!\s*(?:[ap]\.?m\b|[:.]?\d|%|st\b|nd\b|rd\b|th\b))"
+    r"(?:\s*(?:to|till|until|-|\u2013)\s*(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\b)?",
+    re.IGNORECASE,
+)
 
 
 def _asked_times(question: str) -> list[int]:
-    """The clock times a question asks about: written ones, and bare hours after "at"."""
+    """The clock times a question asks about: written ones, bare hours after "at", bare times with
+    minutes; none after a bound word ("not before 9:30" is a limit, not a proposal's time)."""
     times = _clock(question)[0]
     for m in _BARE_AT.finditer(question):
-        hour, minute = int(m.group(1)), int(m.group(2) or 0)
+        if m.group(3) and _BOUND.search(question[: m.start()]):
+            continue
+        hour, minute = int(m.group(1) or m.group(3)), int(m.group(2) or m.group(4) or 0)
+        if m.group(7):  # a range whose end says am or pm
+            end = (int(m.group(5)) % 12 + (12 if m.group(7).lower() == "p" else 0)) * 60 + int(m.group(6) or 0)
+            start = (hour % 12 + (12 if m.group(7).lower() == "p" else 0)) * 60 + minute
+            if start < end:
+                times.append(start)
+                continue
         if 7 <= hour <= 11:
             times.append(hour * 60 + minute)
         elif 1 <= hour <= 6 or hour == 12:
@@ -161,14 +183,21 @@ def _clock(text: str) -> tuple[list[int], list[tuple[str, int]]]:
     return plain, bounded
 
 
-_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:['’]s)?\b")
+# A person named: a capitalised word that owns something ("Mila's lunch") or holds a state or does
+# something ("Mila has a peanut allergy", "Noor eats everything"). A capitalised word alone may be the
+# thing itself ("cheap Ryanair flights"), which a rule about it must still match.
+_NAME = re.compile(r"\b([^\W\d_][^\W_]*)(?=['’]s\b|\s+(?:has|had|is|was|eats|ate|can['’]?t|cannot|doesn['’]t|didn['’]t|"
+                   r"won['’]t|needs|hates|loves|likes|gets|goes|wants|said|says)\b|\s+and\s+(?:i|me)\b)", re.IGNORECASE)
+
+
+def _names(text: str) -> set[str]:
+    return set().union(*(terms(m.group(1)) for m in _NAME.finditer(text) if m.group(1)[0].isupper()))
 
 
 def _about(text: str) -> set[str]:
     """What a rule or a proposal is about, less the people it names: "Mila has a peanut allergy" is
     not about every plan for Mila ("Is pasta OK for Mila's lunch?" shares only her name)."""
-    names = set().union(*(terms(m.group()) for m in _NAME.finditer(text.strip())))
-    return _plain_terms(text) - names
+    return _plain_terms(text) - _names(text)
 
 
 def _plain_terms(text: str) -> set[str]:
@@ -230,24 +259,47 @@ def _sentences_of(item: Evidence) -> list[str]:
 # no change, so both stay. Amounts are limits (:func:`_limit_verdict`): there the newest always wins.
 _CHANGE = re.compile(
     r"\b(?:now|again|instead|any\s?more|no\s+longer|mov(?:e|es|ed|ing)|chang(?:e|es|ed|ing)|"
-    r"switch(?:es|ed|ing)?|updated?)\b", re.IGNORECASE,
+    r"switch(?:es|ed|ing)?|updated?|relax(?:es|ed|ing)?|lift(?:s|ed|ing)?)\b", re.IGNORECASE,
 )
+# A rule is also replaced by saying that what it forbade is now allowed, on the days it named: "no
+# meetings before 10 on mondays" → "the monday thing is relaxed, meetings from 9 on mondays are fine".
+_PERMIT = re.compile(r"\b(?:fine|ok(?:ay)?|allowed|free|open)\b", re.IGNORECASE)
+
+
+def _permits_now(sentence: str) -> bool:
+    return _PERMIT.search(sentence) is not None and _CHANGE.search(sentence) is not None
 # What a rule forbids may be anything at all ("so nothing before noon on Sundays", "don't put anything
 # after 6 on a Wednesday"): such a rule is about its day and time, whatever is proposed. These words
 # say what any rule may say, not what it is about.
 _ANYTHING = re.compile(r"\b(?:anything|nothing|everything|none)\b", re.IGNORECASE)
 _ANYTHING_TERMS = terms("anything nothing everything none")
+_ANYTHING_BOUNDED = re.compile(r"\b(?:anything|nothing|none)\s+(?:before|after|until|till|past|earlier|later|during|on)\b",
+                               re.IGNORECASE)
 _PLACEHOLDER_VERBS = terms("put schedule book plan arrange have bring go come try get take let")
 # Clauses a rule sentence joins: the reason and the rule ("Sunday mornings are my long runs, so nothing
 # before noon on Sundays"), a permission and a prohibition ("calls until 7pm now, but nothing after 7",
 # "work calls until 7 pm, none after").
 _CLAUSES = re.compile(
-    r"\s*(?:,\s*(?:but|so)\b|;|\bbut\b|\bso\b(?=\s+(?:no|nothing|don['’]t|never)\b)|,(?=\s*(?:none|nothing|never|no)\b))\s*",
+    r"\s*(?:,\s*(?:but|so)\b|;|\bbut\b|\bso\b(?=\s+(?:no|nothing|don['’]t|never)\b)|"
+    r",(?:\s*and)?(?=\s*(?:none|nothing|never|no)\b))\s*",
     re.IGNORECASE,
 )
 # A month the rule starts in is not a month it is about: "from November it's no meetings after 4".
 _STARTING = re.compile(r"\b(?:from|since|starting(?:\s+in)?|as\s+of|beginning(?:\s+in)?)\s+(?:next\s+)?"
                        r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.IGNORECASE)
+
+
+_SO = re.compile(r"(?:,\s*|\s)so\b", re.IGNORECASE)
+
+
+def _reason(rule: str) -> set[str]:
+    """What a rule says it is for: the clause before "so" when the rule follows it ("Wednesday evenings
+    are pottery, so don't put anything after 6"), less the people named. A clause beside the rule
+    that is no reason for it ("Noor eats everything but she's allergic to shellfish") gives none."""
+    parts = _SO.split(rule, maxsplit=1)
+    if len(parts) < 2 or _polarity(parts[0]) is not None or _polarity(parts[1]) is None:
+        return set()
+    return _about(re.split(r"\bbut\b|,", parts[0])[-1]) or _about(parts[0])
 
 
 def _clauses(sentence: str) -> list[tuple[str, bool]]:
@@ -273,19 +325,29 @@ def _rule_clock(sentence: str) -> tuple[list[int], list[tuple[str, int]]]:
         return _clock(sentence)
     plain: list[int] = []
     bounds: list[tuple[str, int]] = []
+    permitted: list[tuple[str, int]] = []
     for clause, rule in clauses:
         times, bounded = _clock(clause)
         plain += times
-        bounds += bounded if rule else [("after" if side == "before" else "before", t) for side, t in bounded]
-    return plain, list(dict.fromkeys(bounds))
+        if rule:
+            bounds += bounded
+        else:
+            permitted += [("after" if side == "before" else "before", t) for side, t in bounded]
+    # A ruling clause with its own bound needs none from beside it: "he has football till 7, and
+    # nothing after 8pm on school nights" bounds after 8pm only.
+    return plain, list(dict.fromkeys(bounds or permitted))
 
 
 def _about_anything(sentence: str) -> bool:
     """A rule whose object is anything at all: its ruling clause names nothing but "anything" /
     "nothing" and placeholder verbs ("don't put anything after 6 on a Wednesday")."""
     clause = _ruling_clause(sentence)
-    return (_ANYTHING.search(clause) is not None
-            and not _plain_terms(clause) - _ANYTHING_TERMS - _PLACEHOLDER_VERBS)
+    if _ANYTHING.search(clause) is not None and not _plain_terms(clause) - _ANYTHING_TERMS - _PLACEHOLDER_VERBS:
+        return True
+    # "…, and nothing after 8pm on school nights for him, he's a wreck otherwise": what follows the
+    # day and time is said about the rule, not what it forbids.
+    m = _ANYTHING_BOUNDED.search(clause)
+    return m is not None and not _plain_terms(clause[: m.start()]) - _PLACEHOLDER_VERBS
 
 
 def rule_sentences_of(item: Evidence) -> list[str]:
@@ -316,7 +378,7 @@ def replaced_rules(items: Sequence[Evidence]) -> dict[tuple[int, str], tuple[Evi
             continue
         for rule in rule_sentences_of(item):
             about = _plain_terms(rule) - _ANYTHING_TERMS
-            reason = _plain_terms(" ".join(c for c, ruling in _clauses(rule) if not ruling))
+            reason = _reason(rule)
             sides = _bound_sides(rule)
             for later, sentence in said:
                 if (later.event_time or "", later.note_id) <= (item.event_time or "", item.note_id):
@@ -331,7 +393,9 @@ def replaced_rules(items: Sequence[Evidence]) -> dict[tuple[int, str], tuple[Evi
                         sides & later_sides or (_CHANGE.search(sentence) and not (sides and later_sides)))
                 else:
                     replaces = (bool(reason & _plain_terms(sentence)) and _CHANGE.search(sentence) is not None
-                                and bool(_days(sentence) or _clock(sentence)[0] or _months(sentence)))
+                                and bool(_days(sentence) or _clock(sentence)[0] or _months(sentence))) or (
+                        _permits_now(sentence) and bool(about & _about(sentence))
+                        and bool(_days(sentence) & _days(rule) if _days(rule) else _days(sentence) or _asked_times(sentence)))
                 if replaces:
                     out[(item.note_id, rule)] = (later, sentence)
                     break
@@ -339,8 +403,9 @@ def replaced_rules(items: Sequence[Evidence]) -> dict[tuple[int, str], tuple[Evi
 
 
 # "no" before a word that makes an idiom, not a prohibition: "no time with the move", "no idea".
-_NO_IDIOM = re.compile(r"\bno\s+(?:time|idea|way|one|clue|doubt|problem|problems|worries|rush|matter|wonder|joke)\b",
-                       re.IGNORECASE)
+# "no" before a thing that is not there yet reports a state: "no braces yet", "no reply yet".
+_NO_IDIOM = re.compile(r"\bno\s+(?:time|idea|way|one|clue|doubt|problem|problems|worries|rush|matter|wonder|joke)\b|"
+                       r"\bno\s+(?:[^\W\d_]+\s+){1,2}yet\b", re.IGNORECASE)
 _EMOTIVE = re.compile(r"\b(?:hate|hates|dislike|dislikes)\b", re.IGNORECASE)
 _THIRD_PERSON = re.compile(r"\b(?:he|she|they|he['’]ll|she['’]ll|they['’]ll|he['’]s|she['’]s|they['’]re)\b", re.IGNORECASE)
 
@@ -378,11 +443,11 @@ def applies(question: str, sentence: str, *, any_subject: bool = False) -> str |
     asked_times = _asked_times(question)
     if (rule_bounds or rule_plain) and not asked_times:
         return None
-    for kind, limit in rule_bounds:
-        for t in asked_times:
-            inside = t < limit if kind == "before" else t > limit
-            if not inside:
-                return "other"
+    # A proposal touching a forbidden stretch is covered: "7:15 to 8:30pm" against "nothing after
+    # 8pm"; "before 10 or after 4" forbids both stretches.
+    if rule_bounds and not any(t < limit if kind == "before" else t > limit
+                               for kind, limit in rule_bounds for t in asked_times):
+        return "other"
     if rule_plain and asked_times and not set(asked_times) <= set(rule_plain):
         return "other"
     return "match"
@@ -455,7 +520,9 @@ def _lifted(question: str, evidence: Sequence[Evidence], flat: str | None) -> Ru
     """"Yes — …" for a proposal that only a replaced rule forbade: "Wednesday evenings are pottery, so don't
     put anything after 6 on a Wednesday", asked about a Wednesday 7pm book club, after "pottery changes
     from September: it moves to Tuesday evenings". The line that replaced the rule is quoted."""
-    for (note_id, sentence), (later, replacing) in replaced_rules(evidence).items():
+    asked = _about(question)
+    replaced = sorted(replaced_rules(evidence).items(), key=lambda kv: -len(asked & _about(kv[0][1])))
+    for (note_id, sentence), (later, replacing) in replaced:  # the rule about the thing asked first
         item = next((e for e in evidence if e.note_id == note_id and e.kind != "summary"), None)
         if item is None or _polarity(sentence) != "prohibit" or applies(question, sentence) != "match":
             continue

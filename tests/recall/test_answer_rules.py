@@ -102,6 +102,10 @@ def test_the_validator_accepts_a_verdict_only_with_the_rule_verbatim() -> None:
     ("Is a wine-tasting tour a good idea for Lisbon?", True),
     ("Kwame wants the sync on Friday at 7:30pm. OK with me?", True),
     ("Tariq asked for a design review this Friday at 3pm, is that ok?", True),
+    ("Sam wants a 9:30 call on Monday, can I take it?", True),  # told first, asked in the last clause
+    ("The cheapest fare is the overnight one — should I book it?", True),
+    ("A steakhouse for the team dinner, good idea?", True),
+    ("What time is the 9:30 train, and can I still catch it?", False),
     ("Is Sam on day shifts?", False),  # a fact asked yes/no, not a proposal
     ("Do I like jazz?", False),
     ("What should I bring to Ana's birthday?", False),
@@ -331,3 +335,58 @@ def test_a_rule_about_someone_governs_what_it_names_not_everything_for_them() ->
     assert rule_verdict("Is a peanut butter sandwich OK for Mila's lunch?", ev, context).text == (
         "No — important: Mila has a peanut allergy.")  # "allergy" is rule language, "OK for" a proposal
     assert rule_verdict("Is pasta OK for Mila's lunch?", ev, context) is None  # her name alone is no match
+
+
+def test_times_asked_with_minutes_and_no_am_or_pm_and_ranges() -> None:
+    from edgemem.recall.rules import _asked_times
+
+    assert _asked_times("Sam wants a 9:30 call on Monday") == [570]
+    assert _asked_times("a club on Tuesdays 7:15 to 8:30pm") == [1230, 1155]  # the start takes the end's pm
+    assert _asked_times("not before 9:30") == []  # a bound, not a time proposed
+
+
+def test_a_proposal_told_first_is_decided_by_the_rule() -> None:
+    ev, context = _said((1, "2025-06-09T10:00:00", "Ruth", "ground rules: no calls before 10am, I'm useless early"))
+    assert rule_verdict("Sam wants a 9:30 call on Monday, can I take it?", ev, context).text == (
+        "No — ground rules: no calls before 10am, I'm useless early")
+
+
+def test_a_rule_about_anything_on_school_nights_covers_what_reaches_into_its_hours() -> None:
+    ev, context = _said((1, "2025-04-01T19:00:00", "Ruth",
+                         "reminder he has swimming till 6, and nothing after 8pm on school nights for him, he's exhausted otherwise"))
+    assert rule_verdict("there's a chess club on Wednesdays 7:30 to 8:45pm, can he join?", ev, context).text == (
+        "No — reminder he has swimming till 6, and nothing after 8pm on school nights for him, he's exhausted otherwise")
+    assert rule_verdict("there's a chess club on Fridays 7:30 to 8:45pm, can he join?", ev, context) is None  # no school night
+    assert rule_verdict("there's a chess club on Wednesdays 6:00 to 7:30pm, can he join?", ev, context) is None  # ends before 8
+
+
+def test_a_rule_said_to_be_allowed_now_is_lifted_and_what_still_holds_decides() -> None:
+    ev, context = _said(
+        (1, "2025-09-01T09:00:00", "Ruth", "new job: no meetings before 10 on mondays, I do the rotas first thing"),
+        (2, "2025-11-12T09:00:00", "Ruth", "the monday thing is relaxed btw, so meetings from 9 on mondays are fine now. still nothing before 9"),
+    )
+    assert rule_verdict("can I move the team meeting to 9:30 on Mondays?", ev, context).text == (
+        'Yes — the rule against it changed on 12 November 2025: '
+        '"the monday thing is relaxed btw, so meetings from 9 on mondays are fine now."')
+    assert rule_verdict("Can I do an 8:30 catch-up on Monday?", ev, context).text == "No — still nothing before 9"
+
+
+def test_a_person_named_is_no_subject_but_a_brand_is() -> None:
+    ev, context = _said(
+        (1, "2025-03-22T10:00:00", "Ruth", "Dara and I said €200 for the gift, don't let me go over"),
+        (2, "2025-05-22T10:00:00", "Ruth", "we swore never ryanair again after last year"),
+    )
+    assert rule_verdict("could Dara and I do Westport on Friday?", ev, context) is None
+    assert rule_verdict("Sam found cheap Ryanair flights to Bordeaux, should I book them?", ev, context).text == (
+        "No — we swore never ryanair again after last year")
+
+
+def test_a_clause_beside_a_rule_is_no_reason_for_it_and_a_state_not_yet_is_no_rule() -> None:
+    from edgemem.recall.rules import _polarity
+
+    ev, _ = _said(
+        (1, "2025-06-09T10:00:00", "Ruth", "my partner Noor eats everything but she's allergic to shellfish, so that's the thing to watch"),
+        (2, "2025-10-16T10:00:00", "Ruth", "Lisbon moved: Noor's team has a launch that week, so we're doing 13-16 november instead"),
+    )
+    assert replaced_rules(ev) == {}
+    assert _polarity("the orthodontist said wait a year, no braces yet, relief") is None
