@@ -112,11 +112,15 @@ def _months(text: str) -> set[int]:
     return out
 
 
+def _on_clock(hour: int, minute: int, meridiem: str) -> int:
+    """Minutes after midnight of "<hour>:<minute> am|pm" (``meridiem`` "a" or "p")."""
+    return (hour % 12 + (12 if meridiem.lower() == "p" else 0)) * 60 + minute
+
+
 def _minutes(m: re.Match[str]) -> int:
     if m.group(4):
         return 12 * 60 if m.group(4).lower() == "noon" else 0
-    hour, minute = int(m.group(1)) % 12, int(m.group(2) or 0)
-    return (hour + (12 if m.group(3).lower() == "p" else 0)) * 60 + minute
+    return _on_clock(int(m.group(1)), int(m.group(2) or 0), m.group(3))
 
 
 # A bare hour after a bound ("no meetings before 9", "nothing after 7"): the working-day reading, a
@@ -148,10 +152,9 @@ def _asked_times(question: str) -> list[int]:
         if m.group(3) and _BOUND.search(question[: m.start()]):
             continue
         hour, minute = int(m.group(1) or m.group(3)), int(m.group(2) or m.group(4) or 0)
-        if m.group(7):  # a range whose end says am or pm
-            end = (int(m.group(5)) % 12 + (12 if m.group(7).lower() == "p" else 0)) * 60 + int(m.group(6) or 0)
-            start = (hour % 12 + (12 if m.group(7).lower() == "p" else 0)) * 60 + minute
-            if start < end:
+        if m.group(7):  # a range whose end says am or pm (the end itself is one of _clock's times)
+            start = _on_clock(hour, minute, m.group(7))
+            if start < _on_clock(int(m.group(5)), int(m.group(6) or 0), m.group(7)):
                 times.append(start)
                 continue
         if 7 <= hour <= 11:
@@ -266,8 +269,19 @@ _CHANGE = re.compile(
 _PERMIT = re.compile(r"\b(?:fine|ok(?:ay)?|allowed|free|open)\b", re.IGNORECASE)
 
 
-def _permits_now(sentence: str) -> bool:
-    return _PERMIT.search(sentence) is not None and _CHANGE.search(sentence) is not None
+def _reason_moved(reason: set[str], sentence: str) -> bool:
+    """``sentence`` (no rule) says that the rule's reason changed, and to when."""
+    return (bool(reason & _plain_terms(sentence)) and _CHANGE.search(sentence) is not None
+            and bool(_days(sentence) or _clock(sentence)[0] or _months(sentence)))
+
+
+def _allowed_now(rule: str, about: set[str], sentence: str) -> bool:
+    """``sentence`` (no rule) says that what ``rule`` forbade is fine now, on the rule's days (or on
+    some day or at some time, for a rule that names no day)."""
+    if _PERMIT.search(sentence) is None or _CHANGE.search(sentence) is None or not about & _about(sentence):
+        return False
+    rule_days = _days(rule)
+    return bool(_days(sentence) & rule_days if rule_days else _days(sentence) or _asked_times(sentence))
 # What a rule forbids may be anything at all ("so nothing before noon on Sundays", "don't put anything
 # after 6 on a Wednesday"): such a rule is about its day and time, whatever is proposed. These words
 # say what any rule may say, not what it is about.
@@ -392,10 +406,7 @@ def replaced_rules(items: Sequence[Evidence]) -> dict[tuple[int, str], tuple[Evi
                     replaces = bool(about & _plain_terms(sentence)) and bool(
                         sides & later_sides or (_CHANGE.search(sentence) and not (sides and later_sides)))
                 else:
-                    replaces = (bool(reason & _plain_terms(sentence)) and _CHANGE.search(sentence) is not None
-                                and bool(_days(sentence) or _clock(sentence)[0] or _months(sentence))) or (
-                        _permits_now(sentence) and bool(about & _about(sentence))
-                        and bool(_days(sentence) & _days(rule) if _days(rule) else _days(sentence) or _asked_times(sentence)))
+                    replaces = _reason_moved(reason, sentence) or _allowed_now(rule, about, sentence)
                 if replaces:
                     out[(item.note_id, rule)] = (later, sentence)
                     break

@@ -390,3 +390,22 @@ def test_a_clause_beside_a_rule_is_no_reason_for_it_and_a_state_not_yet_is_no_ru
     )
     assert replaced_rules(ev) == {}
     assert _polarity("the orthodontist said wait a year, no braces yet, relief") is None
+
+
+def test_of_two_lifted_rules_the_one_about_the_thing_asked_is_quoted() -> None:
+    ev, context = _said(
+        (1, "2025-08-01T09:00:00", "Ruth", "monday mornings are the gym, so don't put anything before 11 on mondays"),
+        (2, "2025-09-01T09:00:00", "Ruth", "new job: no meetings before 10 on mondays, I do the rotas first thing"),
+        (3, "2025-10-01T09:00:00", "Ruth", "the gym moved to tuesday mornings now"),
+        (4, "2025-11-12T09:00:00", "Ruth", "the monday thing is relaxed btw, so meetings from 9 on mondays are fine now"),
+    )
+    assert rule_verdict("can I move the team meeting to 9:30 on Mondays?", ev, context).text == (
+        'Yes — the rule against it changed on 12 November 2025: '
+        '"the monday thing is relaxed btw, so meetings from 9 on mondays are fine now"')
+
+
+def test_a_name_with_letters_beyond_ascii_is_a_name() -> None:
+    ev, context = _said((1, "2025-05-06T21:30:00", "Ruth", "important: Oisín has a peanut allergy, a serious one"))
+    assert rule_verdict("Is pasta OK for Oisín's lunch?", ev, context) is None
+    assert rule_verdict("Is a peanut butter sandwich OK for Oisín's lunch?", ev, context).text == (
+        "No — important: Oisín has a peanut allergy, a serious one")
