@@ -274,6 +274,9 @@ _FUTURE_MARKERS = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"[.!?\n]")
+# Where a tense stops: a sentence's end, or a spaced dash ("Madrid on 14 March — noted."): what
+# follows it is a remark about the line, not the verb of its date.
+_TENSE_END = re.compile(r"[.!?\n]|\s[—–]\s")
 _LABEL_COLON = re.compile(r":(?=\s)")
 # A past form right after a present "be" or "get" is a participle, not a past tense: "is getting
 # married", "we're booked", "the party is held on ...". ("has/have + -ed", the present perfect, stays
@@ -289,9 +292,9 @@ def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
 
     A label before a colon is not the tense of what follows it: "Updated: your return flight is now
     17 September", "Booked: out 11 September" report a plan."""
-    left = max((m.end() for m in _SENTENCE_END.finditer(ctx.text, 0, begin)), default=0)
+    left = max((m.end() for m in _TENSE_END.finditer(ctx.text, 0, begin)), default=0)
     left = max([left] + [m.end() for m in _LABEL_COLON.finditer(ctx.text, left, begin)])
-    right_match = _SENTENCE_END.search(ctx.text, stop)
+    right_match = _TENSE_END.search(ctx.text, stop)
     right = right_match.start() if right_match else len(ctx.text)
     best: tuple[int, str] | None = None
     for tense, pattern in (("past", _PAST_MARKERS), ("future", _FUTURE_MARKERS)):
@@ -300,6 +303,8 @@ def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
                 continue  # part of the phrase itself
             if tense == "past" and m.group().lower() in _NOT_PAST:
                 continue
+            if tense == "future" and _titled_at(ctx.text, m.start()):
+                continue  # "after Tomorrow, and Tomorrow, and Tomorrow": a title says no tense
             if tense == "past" and _PARTICIPLE_AFTER.search(ctx.text, max(left, m.start() - 40), m.start()):
                 continue
             distance = begin - m.end() if m.end() <= begin else m.start() - stop
@@ -321,6 +326,20 @@ def _month_ok(word: str) -> bool:
     """'may' and 'march' the verbs, and abbreviations ('mar', 'dec') count only when capitalised."""
     ambiguous = word.lower() in ("may", "march") or word.lower() not in _MONTH_FULL
     return not ambiguous or word[0].isupper()
+
+
+def _dated_month_ok(m: re.Match, group: str = "m") -> bool:
+    """A month written next to a day number ("16th aug", "27 sept", "3rd may 32:20", "5 march now"):
+    people type it lower-case, and a number beside it makes it a date. "may" stays the verb when a
+    word follows with nothing to mark the number a day ("3 may be enough"): only an ordinal suffix,
+    or no word after, makes it the month."""
+    word = m.group(group)
+    if _month_ok(word) or word.lower() != "may":
+        return True
+    phrase = m.group("p") if "p" in m.re.groupindex else m.group(0)
+    if re.search(r"\d(?:st|nd|rd|th)\b", phrase, re.IGNORECASE):
+        return True
+    return not re.match(r"\s+[A-Za-z]", m.string[m.end(group):])
 
 
 def _weekday_ok(word: str) -> bool:
@@ -489,8 +508,23 @@ _FIXED_DAYS = {
 
 
 def _fixed_day(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    if _titled(m, ctx):
+        return None  # "finished Tomorrow, and Tomorrow, and Tomorrow": a title, not a day
     day = ctx.day + timedelta(days=_FIXED_DAYS[" ".join(m.group("p").lower().split())])
     return _make(m, day, day, "day")
+
+
+def _titled(m: re.Match, ctx: _Context) -> bool:
+    """"Today", "Tomorrow" written capitalised inside a sentence is a name (a book, a show): a
+    relative day is capitalised only where a sentence or a label starts."""
+    return _titled_at(ctx.text, m.start("p"))
+
+
+def _titled_at(text: str, at: int) -> bool:
+    if not text[at].isupper():
+        return False
+    before = text[:at].rstrip(" \t")
+    return bool(before) and before[-1] not in ".!?:;\n-–—\"'“‘("
 
 
 def _vague(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
@@ -689,7 +723,7 @@ def _the_weekend(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
 
 def _full_date(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     month = int(m.group("m")) if m.group("m").isdigit() else _month_number(m.group("m"))
-    if not m.group("m").isdigit() and not _month_ok(m.group("m")):
+    if not m.group("m").isdigit() and not _dated_month_ok(m):
         return None
     try:
         day = date(int(m.group("y")), month, int(m.group("d")))
@@ -699,7 +733,7 @@ def _full_date(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
 
 
 def _day_month(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
-    if not _month_ok(m.group("m")):
+    if not _dated_month_ok(m):
         return None
     month, day_number = _month_number(m.group("m")), int(m.group("d"))
     chosen = _choose(_yearly(month, day_number, ctx), ctx, _reading(m, ctx))
@@ -737,7 +771,7 @@ def _weekday_date(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     around the event date whose weekday is the one written, the tense picks as for a plain date
     (see _choose); when the tense allows none of them, the nearest one. A weekday that fits no
     nearby year (a slip) leaves the date to the day-month reading."""
-    if not _month_ok(m.group("m")) or not _weekday_ok(m.group("wd")):
+    if not _dated_month_ok(m) or not _weekday_ok(m.group("wd")):
         return None
     month, day_number = _month_number(m.group("m")), int(m.group("d"))
     weekday = _weekday_index(m)
@@ -802,8 +836,8 @@ def _range(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     g = m.groupdict()
     if (g.get("sep") or "").strip().lower() == "and" and not g.get("between"):
         return None  # "on 18 June and 22 June" are two dates
-    for word in (g.get("m1"), g.get("m2")):
-        if word and not _month_ok(word):
+    for group in ("m1", "m2"):
+        if g.get(group) and not _dated_month_ok(m, group):
             return None
     m2 = _month_number(g["m2"]) if g.get("m2") else None
     m1 = _month_number(g["m1"]) if g.get("m1") else m2
@@ -843,8 +877,10 @@ def _month_year(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
 
 
 def _bare_month(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
-    if not _month_ok(m.group("m")):
-        return None
+    word = m.group("m")
+    framed = m.group("rel") or m.group("gate") or m.group("mod")
+    if not _month_ok(word) and not (framed and word.lower() not in ("may", "march")):
+        return None  # "in jan", "since sept": a word that frames a time makes the abbreviation a month
     month = _month_number(m.group("m"))
     rel = (m.group("rel") or "").lower()
     if rel in ("last", "next", "this") and _preceded_by_the(m, ctx):
@@ -891,8 +927,8 @@ _RANGE_LEAD = r"(?:\b(?P<between>between)\s+|\bfrom\s+)?"
 # What may follow "on the 14th" for it to be a day: punctuation, the end, or a function word; not a
 # noun ("the 14th floor", "the 14th century").
 _AFTER_ORDINAL = (
-    r"(?=\s*(?:[.,;:!?)]|$)|\s+(?:at|and|or|but|so|for|then|when|in|with|to|until|till|before|after|"
-    r"around|about|because|if|as|i|we|you|he|she|they|is|was|will|works?)\b)"
+    r"(?=\s*(?:[.,;:!?()]|$)|\s+(?:at|and|or|but|so|for|then|when|in|with|to|until|till|before|after|"
+    r"around|about|because|cos|if|as|too|also|i|we|you|he|she|they|is|was|will|works?)\b)"
 )
 
 _RULES: list[tuple[re.Pattern, _Rule]] = [
@@ -933,7 +969,8 @@ _RULES: list[tuple[re.Pattern, _Rule]] = [
         _range,
     ),
     _rule(
-        r"\b(?P<prep>on|by|to|for|until|till|before|after|from|since|between)\s+(?P<p>the\s+"
+        # "on the 14th", and "the 14th" alone ("did the 29th (33:40) and the 5th"): what follows decides
+        r"\b(?:(?P<prep>on|by|to|for|until|till|before|after|from|since|between)\s+)?(?P<p>the\s+"
         r"(?P<d1>\d{1,2})(?:st|nd|rd|th)(?:(?P<sep>\s*[-–]\s*|\s+(?:to|till|until|through|and)\s+)"
         rf"(?:the\s+)?(?P<d2>\d{{1,2}})(?:st|nd|rd|th))?){_AFTER_ORDINAL}",
         _ordinal_day,
@@ -954,7 +991,7 @@ _RULES: list[tuple[re.Pattern, _Rule]] = [
     _rule(r"\b(?P<p>(?P<y>(?:19|20)\d\d)-(?P<m>\d\d)-(?P<d>\d\d))\b", _full_date),
     _rule(rf"\b(?P<p>{_WEEKDAY},?\s+(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH})(?!\w)", _weekday_date),
     _rule(rf"\b(?P<p>{_WEEKDAY},?\s+{_MONTH}\s+{_DAY})\b(?![:.,]?\d)", _weekday_date),
-    _rule(rf"\b(?P<p>{_WEEKDAY},?\s+the\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th))(?!\w)", _weekday_ordinal),
+    _rule(rf"\b(?P<p>{_WEEKDAY},?\s+(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th))(?!\w)", _weekday_ordinal),
     _rule(rf"\b(?P<p>(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH})(?!\w)", _day_month),
     _rule(rf"\b(?P<p>{_MONTH}\s+{_DAY})\b(?![:.,]?\d)", _day_month),
     _rule(rf"\b(?P<p>{_MONTH},?\s+{_YEAR})\b", _month_year),
@@ -989,6 +1026,7 @@ def _find(text: str, event_time: datetime) -> list[_Found]:
     candidates.sort(key=lambda c: (c[0] - c[1], c[0], c[3]))
     taken: list[_Found] = []
     ordinals: set[int] = set()  # begins of "on the 27th" phrases: their month may be written before
+    months: set[int] = set()  # begins of those that took the month of the date before them
     for begin, stop, end, _, m, handler in candidates:
         if any(begin < t.stop and t.begin < stop for t in taken):
             continue
@@ -1000,7 +1038,9 @@ def _find(text: str, event_time: datetime) -> list[_Found]:
     taken.sort(key=lambda t: t.begin)
     for i, found in enumerate(taken):
         if found.begin in ordinals and i > 0:
-            taken[i] = _month_from(taken[i - 1], found, ctx)
+            taken[i] = _month_from(taken[i - 1], found, ctx, placed=taken[i - 1].begin in months)
+            if taken[i] is not found:  # "on the 23rd, back the 27th": the next day alone takes this month
+                months.add(found.begin)
     return taken
 
 
@@ -1008,14 +1048,32 @@ _MONTH_IN_PHRASE = re.compile(_MONTH, re.IGNORECASE)
 _HOLIDAY_IN_PHRASE = re.compile(_HOLIDAY, re.IGNORECASE)
 
 
-def _month_from(before: _Found, found: _Found, ctx: _Context) -> _Found:
+def _month_from(before: _Found, found: _Found, ctx: _Context, *, placed: bool = False) -> _Found:
     """"flying out 21 December and back on the 27th": a day of the month alone, in the sentence of a
-    date that names its month, is in that month (the next one when the day has passed: "from 28 March
-    to the 2nd"), unless that puts a past-tense day after the event date. Otherwise it keeps the month
-    its tense gave it (_ordinal_day)."""
+    date that names its month (or of a day alone that took its month so, ``placed``), is in the month
+    that puts it nearest that date: "from 28 March to the 2nd" is 2 April, "back Wednesday 17 Sept
+    instead of the 16th" is 16 September, "Christmas: on the 23rd" is 23 December. Unless that puts a
+    past-tense day after the event date; otherwise it keeps the month its tense gave it (_ordinal_day)."""
     names_month = _MONTH_IN_PHRASE.search(before.date.phrase) or _HOLIDAY_IN_PHRASE.search(before.date.phrase)
-    if not names_month or before.date.granularity != "day":
+    if not (names_month or placed) or before.date.granularity != "day":
         return found
+    if _SENTENCE_END.search(ctx.text, before.end, found.begin) is not None:
+        return found
+    base = before.date.end
+    first, last = found.date.start.day, found.date.end.day
+    spans = []
+    for offset in (-1, 0, 1):
+        month = base.replace(day=1) + relativedelta(months=offset)
+        try:
+            spans.append((month.replace(day=first), month.replace(day=last)))
+        except ValueError:
+            continue  # no 31st in this month
+    if not spans:
+        return found
+    start, end = min(spans, key=lambda s: _distance(s, base))
+    if start > ctx.day and _tense(ctx, found.begin, found.stop) == "past":
+        return found  # "moved to 4 March, they had a staff thing on the 27th": not ahead
+    return replace(found, date=replace(found.date, start=start, end=end))
     if _SENTENCE_END.search(ctx.text, before.end, found.begin) is not None:
         return found
     base = before.date.end

@@ -291,3 +291,55 @@ def test_a_date_after_a_verb_of_arranging_lies_ahead() -> None:
     # another past verb after the arranging one: the date is what happened
     assert annotate("I booked the cottage and we stayed 4 to 11 April", said) == (
         "I booked the cottage and we stayed 4 to 11 April [4–11 April 2025]")
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    # A month typed lower-case next to a day number is a date; "may" only when nothing verb-like follows.
+    ("swim meet 14th aug, relay 2 sept", datetime(2025, 7, 1, 9, 0),
+     "swim meet 14th aug [14 August 2025], relay 2 sept [2 September 2025]"),
+    ("5k on 4th may 27:40!!", datetime(2025, 5, 9, 20, 0), "5k on 4th may [4 May 2025] 27:40!!"),
+    ("the offsite is 9 march now", datetime(2026, 1, 12, 9, 0), "the offsite is 9 march [9 March 2026] now"),
+    ("I think 3 may be enough", datetime(2026, 1, 12, 9, 0), "I think 3 may be enough"),
+    # "the 14th" alone is a day when what follows is no noun: "the 3rd floor" stays a floor.
+    ("swims: did the 2nd (41:10) and the 9th too. missed the 16th cos of work", datetime(2025, 11, 20, 18, 0),
+     "swims: did the 2nd [2 November 2025] (41:10) and the 9th [9 November 2025] too. "
+     "missed the 16th [16 November 2025] cos of work"),
+    ("her office is on the 3rd floor", datetime(2025, 11, 20, 18, 0), "her office is on the 3rd floor"),
+    # A weekday with a bare ordinal: the month whose day it is.
+    ("back saturday 13th", datetime(2025, 9, 1, 9, 0), "back saturday 13th [13 September 2025]"),
+])
+def test_days_as_people_type_them(text, when, expected):
+    assert annotate(text, when) == expected
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    # A day alone takes the month that puts it nearest the date named before it, and passes it on.
+    ("moved: home Thursday 18 Sept now instead of the 17th", datetime(2025, 8, 1, 9, 0),
+     "moved: home Thursday 18 Sept [18 September 2025] now instead of the 17th [17 September 2025]"),
+    ("christmas: driving down on the 22nd, back the 28th", datetime(2025, 11, 10, 9, 0),
+     "christmas [25 December 2025]: driving down on the 22nd [22 December 2025], back the 28th [28 December 2025]"),
+    ("Porto 2–5 October for Ana's 40th on the 3rd", datetime(2025, 8, 10, 9, 0),
+     "Porto 2–5 October [2–5 October 2025] for Ana's 40th on the 3rd [3 October 2025]"),
+])
+def test_a_day_alone_takes_the_nearest_month_of_the_date_before_it(text, when, expected):
+    assert annotate(text, when) == expected
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    # A relative day capitalised inside a sentence is a title: no date, and no tense for its sentence.
+    ("loved Tomorrow, and Tomorrow, and Tomorrow in feb", datetime(2025, 4, 15, 9, 0),
+     "loved Tomorrow, and Tomorrow, and Tomorrow in feb [February 2025]"),
+    ("Tomorrow I fly", datetime(2025, 4, 15, 9, 0), "Tomorrow [16 April 2025] I fly"),
+    ('she said "Today works"', datetime(2025, 4, 15, 9, 0), 'she said "Today [15 April 2025] works"'),
+    # A lower-case abbreviation is a month when a word frames it as a time.
+    ("started couch to 5k in jan", datetime(2025, 3, 4, 9, 0), "started couch to 5k in jan [January 2025]"),
+])
+def test_titles_and_framed_abbreviations(text, when, expected):
+    assert annotate(text, when) == expected
+
+
+def test_a_remark_after_a_spaced_dash_gives_no_tense_to_the_date_before_it() -> None:
+    said = datetime(2026, 1, 7, 21, 0)
+    assert annotate("Padel final in Bilbao on 21 March — booked.", said) == (
+        "Padel final in Bilbao on 21 March [21 March 2026] — booked.")
+    assert annotate("Noted — the viewing is 9 February.", said) == "Noted — the viewing is 9 February [9 February 2026]."
