@@ -51,8 +51,11 @@ MONTH_NAMES = (
 # Where a sentence ends: after . ! or ? and the space before the next sentence (the packer's sentence
 # extraction and the write path's sentence vectors cut text the same way).
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z'\-]*[A-Za-z]|[A-Za-z]")
-_CAP_RUN = re.compile(r"\b(?:[A-Z][a-zA-Z'\-]+)(?:\s+(?:of|the|de|van|von)?\s*[A-Z][a-zA-Z'\-]+)*")
+# Words are letters of any script: "Oisín", "Sinéad", "José" are one word each, not "Ois" and "n".
+_LETTER = r"[^\W\d_]"
+_TOKEN = re.compile(rf"{_LETTER}(?:{_LETTER}|['\-])*{_LETTER}|{_LETTER}")
+_WORD = re.compile(rf"{_LETTER}(?:{_LETTER}|['\-])*")
+_JOINS = {"of", "the", "de", "van", "von"}  # inside a name: "Bank of Ireland", "Vincent van Gogh"
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,60})[\"”]")
 
 
@@ -72,10 +75,44 @@ def extract_keywords(text: str, limit: int = 10) -> list[str]:
     return [w for w, _ in sorted(seen.items(), key=lambda kv: -kv[1])[:limit]]
 
 
+def _capital_runs(text: str) -> list[str]:
+    """Runs of capitalised words of two letters or more, one space apart, joined by "of", "the",
+    "de", "van", "von" ("Bank of Ireland"): the names a text writes."""
+    words = list(_WORD.finditer(text))
+    runs: list[str] = []
+    current: list[re.Match] = []
+
+    def capital(w: re.Match) -> bool:
+        return w.group(0)[0].isupper() and len(w.group(0)) > 1 and (w.start() == 0 or not text[w.start() - 1].isalnum())
+
+    def spaced(a: re.Match, b: re.Match) -> bool:
+        return text[a.end():b.start()].isspace()
+
+    k = 0
+    while k < len(words):
+        w = words[k]
+        if capital(w) and (not current or spaced(current[-1], w)):
+            current.append(w)
+            k += 1
+            continue
+        join = w.group(0).lower() in _JOINS and current and spaced(current[-1], w)
+        if join and k + 1 < len(words) and capital(words[k + 1]) and spaced(w, words[k + 1]):
+            current.extend([w, words[k + 1]])
+            k += 2
+            continue
+        if current:
+            runs.append(text[current[0].start():current[-1].end()])
+        current = [w] if capital(w) else []
+        k += 1
+    if current:
+        runs.append(text[current[0].start():current[-1].end()])
+    return runs
+
+
 def extract_entities(text: str, limit: int = 10) -> list[str]:
     found: dict[str, None] = {}
-    for match in _CAP_RUN.finditer(text):
-        words = match.group(0).split()
+    for run in _capital_runs(text):
+        words = run.split()
         while words and words[0].lower() in STOPWORDS:
             words = words[1:]
         if words:

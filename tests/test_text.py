@@ -47,3 +47,11 @@ def test_check_text_refuses_with_one_line(bad, reason) -> None:
         check_text(bad, 10, "question")
     assert info.value.message.startswith("question") and "\n" not in info.value.message
     assert check_text("fine", 10) == "fine"
+
+
+def test_words_and_names_in_any_latin_script() -> None:
+    from edgemem.text import extract_entities, tokens
+
+    assert tokens("Oisín's orthodontist and Sinéad") == ["oisín's", "orthodontist", "and", "sinéad"]
+    assert extract_entities("Did Zoë meet José at the Bank of Ireland?") == ["Zoë", "José", "Bank of Ireland"]
+    assert extract_entities("Łukasz and Ødegaard, McDonald's") == ["Łukasz", "Ødegaard", "McDonald's"]
