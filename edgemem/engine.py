@@ -7,6 +7,7 @@ user-level operation with plain data in and out.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import uuid
 from collections import OrderedDict, deque
@@ -258,7 +259,7 @@ class Engine:
             on_token(piece)
 
         # The question's own dates, resolved once: exact ones can clash with a plan, loose ones select.
-        asked = [(d.start, d.end, d.approximate) for d in resolve_dates(question, _local(now))]
+        asked = asked_spans(question, _local(now))  # what question_days() reads
         try:
             outcome = pipeline.run(conn, question, llm=self.runtime.interactive, embed=self.runtime.embed,
                                    router=self.router, recent=self._recent_turns(session),
@@ -425,8 +426,32 @@ def _local(now: datetime | None) -> datetime:
     return now.astimezone().replace(tzinfo=None) if now.tzinfo is not None else now
 
 
+# A date after one of these words bounds the question's window at one end, it is not the window:
+# "since March" runs from March to now; "before May", "after the 3rd" name no days to keep.
+_SINCE = re.compile(r"\bsince\s+(?:the\s+)?$", re.IGNORECASE)
+_BOUND = re.compile(r"\b(?:before|after|until|till|by)\s+(?:the\s+)?$", re.IGNORECASE)
+
+
+def asked_spans(question: str, now: datetime) -> list[tuple[date, date, bool]]:
+    """(first day, last day, loose) of each date the question names, as the window it asks about:
+    "in 2025" is that year, "since March" March to today; a date after "before"/"after"/"until"
+    bounds no window and is left out."""
+    out = []
+    cursor = 0
+    for d in resolve_dates(question, now):
+        at = question.lower().find(d.phrase.lower(), cursor)
+        cursor = at + len(d.phrase) if at >= 0 else cursor
+        before = question[:at] if at >= 0 else ""
+        if _BOUND.search(before):
+            continue
+        end = max(d.end, now.date()) if _SINCE.search(before) else d.end
+        out.append((d.start, end, d.approximate))
+    return out
+
+
 def question_days(question: str, now: datetime, *, approximate: bool = False) -> list[tuple[date, date]]:
     """The days a question's own dates name ("from 22 to 26 December", "on Saturday 27 June"),
     resolved as the write path resolves a note said at ``now``: a proposal is checked against them.
-    ``approximate`` adds the loose spans ("in the next couple of months"), which select but never clash."""
-    return [(d.start, d.end) for d in resolve_dates(question, now) if approximate or not d.approximate]
+    ``approximate`` adds the loose spans ("in the next couple of months"), which select but never clash.
+    What :meth:`Engine.ask` hands the read path (:func:`asked_spans`)."""
+    return [(a, b) for a, b, loose in asked_spans(question, now) if approximate or not loose]

@@ -32,7 +32,7 @@ from edgemem.recall.rules import replaced_rules, rule_sentences_of
 from edgemem.recall.events import anchors
 from edgemem.recall.limits import has_limit
 from edgemem.recall.tools import (
-    Count, count_occurrences, describe_days, describe_months, describe_weeks, ground, verb_forms,
+    Count, count_occurrences, describe_days, describe_months, describe_weeks, ground, nth_event, verb_forms,
 )
 from edgemem.text import MONTH_NAMES, STOPWORDS, day_label
 
@@ -116,7 +116,7 @@ def prepare(
     if tag == "constraint-validation":
         return rules(question, evidence, supersedes=supersedes)
     if tag == "state-tracking":
-        return timeline(question, evidence, entity=entity)
+        return timeline(question, evidence, entity=entity, asked_days=asked_days)
     return Prepared(tag, list(evidence))
 
 
@@ -221,7 +221,7 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         evidence = _outdate(evidence, moved)
     ordered = chronological(evidence)
     facts: list[str] = []
-    found = anchors(question)
+    found = _the_one(anchors(question))
     dated: list[tuple[str, date, str, bool]] = []
     spans = []  # the Grounded dates behind `dated`
     for anchor in found:
@@ -263,6 +263,19 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         # may be a neighbour's ("Mum's in Rosewood House", said 9 September, for "Mum's 80th").
         facts.append(f"{spans[0].label} is a {spans[0].start.strftime('%A')}")
     return Prepared("temporal-reasoning", ordered, facts, direct=direct)
+
+
+def _the_one(found: list[str]) -> list[str]:
+    """"between my last parkrun of 2025 and my first one of 2026": "one" is the other anchor's kind
+    of event (a parkrun)."""
+    if len(found) != 2:
+        return found
+    out = list(found)
+    for i in (0, 1):
+        mine, other = nth_event(found[i]), nth_event(found[1 - i])
+        if mine and other and mine[1].lower() == "one" and other[1].lower() != "one":
+            out[i] = re.sub(r"\bone\b", other[1], found[i], count=1, flags=re.IGNORECASE)
+    return out
 
 
 # --- plans told again with other dates ----------------------------------------------------------
@@ -484,7 +497,7 @@ def diversify(
                 chosen.append(queue[turn])
     kept = {id(e) for e in chosen}
     dropped = [e.note_id for e in ranked if id(e) not in kept]
-    counted = _count_facts(question, chosen)
+    counted = _count_facts(question, chosen, asked_days)
     return Prepared(
         "broad-summarization", chosen, counted, dropped, map_sessions(chosen),
         direct=digest(question, evidence, asked_days), unheld=_not_theirs(counted),
@@ -540,8 +553,10 @@ def digest(question: str, evidence: Sequence[Evidence],
         return named(e) or bool(terms(e.text) & topic) or not (names or topic)
 
     def within(e: Evidence) -> bool:
+        # The line's resolved dates; a line that dates nothing is about when it was said ("bought a
+        # monitor, €420" said in July is within "since June").
         spans = [(parse_iso_day(d.get("start")), parse_iso_day(d.get("end")) or parse_iso_day(d.get("start")))
-                 for d in e.dates]
+                 for d in e.dates] or [(e.day, e.day)]
         return any(a and b and a <= end and b >= start for a, b in spans for start, end in asked_days)
 
     if names and topic and not any(named(e) and terms(e.text) & topic for e in lines):
@@ -619,9 +634,11 @@ def is_counting(question: str) -> bool:
     return _COUNTING.search(question) is not None and not _TIME_UNITS.search(question)
 
 
-def total_answer(question: str, evidence: Sequence[Evidence]) -> tuple[str, list[int]] | None:
+def total_answer(question: str, evidence: Sequence[Evidence],
+                 asked_days: Sequence[tuple[date, date]] = ()) -> tuple[str, list[int]] | None:
     """"How many trout have I had in total?": the sum :func:`_total` adds up, as the answer, citing
-    the notes of the events it adds; None when no event gives a number above one."""
+    the notes of the events it adds; None when no event gives a number above one. ``asked_days``:
+    only events on the days the question names count ("this year")."""
     m = re.search(r"\bhow\s+many\s+([A-Za-z][A-Za-z'-]+)", question, re.IGNORECASE)
     if not m or m.group(1).lower() in _COUNT_NOISE or not is_counting(question):
         return None
@@ -629,7 +646,7 @@ def total_answer(question: str, evidence: Sequence[Evidence]) -> tuple[str, list
     names, _ = _tracked(question)
     if names:  # "How many sessions has Birte done?": only the lines Birte said or that name her
         told = [e for e in told if (terms(e.text) | terms(e.speaker or "")) & names]
-    found = count_occurrences(m.group(1).lower(), told)
+    found = count_occurrences(m.group(1).lower(), told, asked_days)
     fact = _total(question, m.group(1), found)
     if fact is None:
         return None
@@ -638,8 +655,9 @@ def total_answer(question: str, evidence: Sequence[Evidence]) -> tuple[str, list
     return f"{number} {word} in total: {parts}", [i for e in found.events for i in e.note_ids]
 
 
-def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
-    """For counting questions, the occurrences of the question's content words (speakers excluded).
+def _count_facts(question: str, evidence: Sequence[Evidence], asked_days: Sequence[tuple[date, date]] = ()) -> list[str]:
+    """For counting questions, the occurrences of the question's content words (speakers excluded),
+    the events on the days the question names (``asked_days``: "in 2025") when it names some.
 
     Whose events: when the question names someone ("How many parkruns has Hannah done?"), only
     the lines they said or that name them count; if the thing is in the notes but never with them,
@@ -658,7 +676,7 @@ def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
         low = word.lower().removesuffix("'s")
         if len(low) < 3 or low in STOPWORDS or low in _COUNT_NOISE or low in speakers or terms(low) & names:
             continue
-        found = count_occurrences(low, whose) if whose else None
+        found = count_occurrences(low, whose, asked_days) if whose else None
         if found is not None and (found.mentions or found.negated):
             total = _total(question, word, found)
             facts.extend([total] if total else [])
@@ -669,7 +687,7 @@ def _count_facts(question: str, evidence: Sequence[Evidence]) -> list[str]:
             break
     if not facts and names:  # "How many times did I go to Seville?": the name is what is counted
         for word in dict.fromkeys(w.lower().removesuffix("'s") for w in who.split(" and ") if w):
-            found = count_occurrences(word, evidence)
+            found = count_occurrences(word, evidence, asked_days)
             if found.mentions or found.negated:
                 facts.append(found.describe_events())
     return facts[:2]
@@ -793,10 +811,10 @@ def _state_sentence(text: str, wanted: set[str]) -> str:
 
 # A measured value in a state sentence: a clock reading ("27:05", "1:02:30") or a number with what
 # follows it ("102 kg", "30 miles", "58" in "HbA1c 58"). Resolved-date annotations are blanked first.
-# Not inside a word, a time, a path or an amount of money, nor after a hyphen that follows a digit
-# or a space ("4-11", "-5"); after a word and a hyphen it is a value ("sub-2:00").
+# Not inside a word, a time, a path or an amount of money ("€14,500" is no "500"), nor after a hyphen
+# that follows a digit or a space ("4-11", "-5"); after a word and a hyphen it is a value ("sub-2:00").
 _VALUE = re.compile(
-    r"(?<![\w:./£$€])(?<![\d\s]-)(?P<num>\d+(?:[.,]\d+)?(?::\d{2}){0,2})(?![\d:])(?:\s*(?P<unit>%|[A-Za-z][A-Za-z/]{0,11}))?"
+    r"(?<![\w:./£$€])(?<![\d\s]-)(?<!\d,)(?P<num>\d+(?:[.,]\d+)?(?::\d{2}){0,2})(?![\d:])(?:\s*(?P<unit>%|[A-Za-z][A-Za-z/]{0,11}))?"
 )
 _NOT_UNITS = {
     "am", "pm", "st", "nd", "rd", "th", "o'clock", "oclock", "january", "february", "march", "april", "may", "june",
@@ -882,7 +900,8 @@ def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> tuple
 _SUPERLATIVE = re.compile(r"\b(?:[a-z]{2,}est|most|least|best|worst|first|last)\b", re.IGNORECASE)
 
 
-def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None = None) -> Prepared:
+def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None = None,
+             asked_days: Sequence[tuple[date, date]] = ()) -> Prepared:
     """Chronological state changes (A.2): keep the items about the tracked subject, oldest first,
     and one "state on <date> (speaker): ..." fact per change.
 
@@ -925,7 +944,7 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
     trend, computed = _trend(question, ordered, topic or names)
     # Counted over every item, not only those about the subject: "How many food bank shifts has Sam
     # done?" must see that the food bank lines are someone else's (they name no Sam).
-    counted = _count_facts(question, chronological(evidence))
+    counted = _count_facts(question, chronological(evidence), asked_days)
     counted = counted[: 2 if counted and counted[0].startswith("total ") else 1]  # a total, then its events
     facts = counted + trend + facts
     kept_ids = {id(e) for e in kept}
@@ -934,7 +953,7 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
     # question's dates frame a state ("this year", "since September"); they select nothing here.
     # A superlative ("What's the biggest fish I've caught?") asks for one reading: the model picks it.
     direct = None if _SUPERLATIVE.search(question) else computed or digest(question, evidence)
-    direct = total_answer(question, ordered) or direct  # "How many trout in total?": the sum
+    direct = total_answer(question, ordered, asked_days) or direct  # "How many trout in total?": the sum
     unheld = _not_theirs(counted)
     if unheld:
         computed = direct = None

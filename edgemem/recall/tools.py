@@ -26,7 +26,7 @@ from datetime import date, timedelta
 from dateutil.relativedelta import relativedelta
 
 from edgemem.recall.events import anchors
-from edgemem.recall.evidence import Evidence, jaccard, terms
+from edgemem.recall.evidence import ASSISTANT_SPEAKERS, Evidence, jaccard, terms
 from edgemem.text import day_label
 
 __all__ = [
@@ -300,15 +300,55 @@ def _positions(text: str, wanted: set[str]) -> list[int]:
 _DATE_ONLY = terms("today now tonight yesterday tomorrow date present moment")
 
 
+# "my last parkrun of 2025", "the first gig": one of a kind of event, by its place in time.
+_NTH = re.compile(
+    r"^(?:(?:my|our|the|his|her|their)\s+)?(?P<which>first|last|latest|final|most\s+recent)\s+"
+    r"(?P<thing>[A-Za-z][\w'’-]*(?:\s+[A-Za-z][\w'’-]*){0,2}?)(?:\s+(?:of|in)\s+(?P<year>(?:19|20)\d\d))?$",
+    re.IGNORECASE,
+)
+
+
+def nth_event(event: str) -> tuple[str, str, int | None] | None:
+    """("first" or "last", the kind of event, the year or None) for "my first parkrun of 2026",
+    "the last gig"; None for any other event words."""
+    m = _NTH.match(" ".join(event.split()))
+    if not m:
+        return None
+    which = "first" if m.group("which").lower() == "first" else "last"
+    return which, m.group("thing"), int(m.group("year")) if m.group("year") else None
+
+
+def _ground_nth(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
+    """"my last parkrun of 2025": the distinct events of that kind the notes tell of (what counting
+    finds: :func:`count_occurrences`), in that year, and the first or last of them."""
+    nth = nth_event(event)
+    if nth is None:
+        return None
+    which, thing, year = nth
+    told = [e for e in evidence if not (isinstance(e, Evidence) and (e.kind == "summary" or
+                                                                      (e.speaker or "").casefold() in ASSISTANT_SPEAKERS))]
+    within = [(date(year, 1, 1), date(year, 12, 31))] if year else []
+    events = [e for e in count_occurrences(thing, told, within).events if e.start is not None]
+    if not events:
+        return None
+    chosen = events[0] if which == "first" else events[-1]
+    return Grounded(event, chosen.start, chosen.end or chosen.start, chosen.label, chosen.start == chosen.end,
+                    chosen.note_ids[0] if isinstance(told[0], Evidence) else None)
+
+
 def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
     """The date of ``event``: a full date written in the event words themselves ("my dentist
-    appointment (14 January 2026)"), else the stored date of the evidence line that shares most
-    content words with it, a line not marked outdated first — the one of that line's dates written
-    nearest those words — else the day that line was said. None when no line mentions it."""
+    appointment (14 January 2026)"); for "my last parkrun of 2025", the last of the events counted
+    (:func:`_ground_nth`); else the stored date of the evidence line that shares most content words
+    with it, a line not marked outdated first — the one of that line's dates written nearest those
+    words — else the day that line was said. None when no line mentions it."""
     written = dates_in_text(event)
     if written:
         _, start, end, label = written[0]
         return Grounded(event, start, end, label, start == end, None)
+    nth = _ground_nth(event, evidence)
+    if nth is not None:
+        return nth
     wanted = terms(event) - _DATE_ONLY
     if not wanted:
         return None
@@ -404,6 +444,8 @@ class Count:
     sessions: int  # distinct sessions among them (items without a session count by their day)
     events: tuple[CountedEvent, ...] = ()  # distinct events, oldest first (see count_occurrences)
     negated: int = 0  # mentions left out because the line says it did not happen ("no parkrun this week")
+    windowed: bool = False  # only events on the days the question names are counted ("in 2025")
+    planned: tuple[CountedEvent, ...] = ()  # mentioned as plans, not yet happened when said
 
     def describe(self) -> str:
         undone = f"; {_plural(self.negated, 'mention')} said it did not happen" if self.negated else ""
@@ -422,7 +464,10 @@ class Count:
         # once): 9 — ...", the 1.5B model answered "3" on three of five tune questions; told "number
         # of parkruns: 9 (...)", it answered 9.
         number, _, listed = format_events(self.events).partition(" — ")
-        return f"number of {self.term}: {number} (distinct events, a repeat counts once) — {listed}; {self.describe()}"
+        where = ", on the days asked" if self.windowed else ""
+        ahead = f"; planned, not counted: {format_events(self.planned).partition(' — ')[2]}" if self.planned else ""
+        return (f"number of {self.term}: {number} (distinct events{where}, a repeat counts once) — {listed}{ahead}; "
+                f"{self.describe()}")
 
 
 def format_events(events: Sequence[CountedEvent] | Count) -> str:
@@ -500,10 +545,16 @@ def _term_pattern(term: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w){body}(?!\w)", re.IGNORECASE)
 
 
-def count_occurrences(term: str, evidence: Sequence[Evidence | str]) -> Count:
+def count_occurrences(term: str, evidence: Sequence[Evidence | str],
+                      within: Sequence[tuple[date, date]] = ()) -> Count:
     """How often ``term`` (whole words, case-insensitive, regular plurals included) occurs in the
     evidence texts, in how many items and in how many sessions (MemFlow B.2 counting tool), and how
-    many distinct events those mentions describe (:func:`_distinct_events`)."""
+    many distinct events those mentions describe (:func:`_distinct_events`).
+
+    A line that dates several past days for the term ("parkruns: did the 29th and the 5th") tells
+    of one event a day. A mention in a plan not yet done (:func:`_planned`: "goal is the parkrun by
+    Easter", a day after the last note) is no event: it is kept apart as planned. ``within`` (the spans the question's dates
+    name, "in 2025"): only events on those days count."""
     cleaned = " ".join(term.strip().strip("\"'`").split())
     if not cleaned or not re.search(r"\w", cleaned):
         raise ValueError("count_occurrences needs a word or phrase to count")
@@ -512,7 +563,9 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str]) -> Count:
     ids: list[int] = []
     sessions: set[str] = set()
     lines: list[_Line] = []
+    planned: list[_Line] = []
     proper = _proper([_text(item) for item in evidence])
+    latest = max((d for d in map(_said_day, evidence) if d is not None), default=None)  # the notes' present
     for i, item in enumerate(evidence):
         text = item.text if isinstance(item, Evidence) else str(item)
         found = list(pattern.finditer(text))
@@ -520,18 +573,33 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str]) -> Count:
             continue
         kept = [m for m in found if not _negated(text, m)]
         negated += len(found) - len(kept)
+        contrast = _done_instead(item, text, found) if not kept else None
         found = kept
-        if not found:  # "no parkrun this week, too tired": mentioned, but no event happened
+        if not found and contrast is None:  # "no parkrun this week, too tired": mentioned, no event
             continue
-        mentions += len(found)
+        mentions += len(found) or 1
         if isinstance(item, Evidence):
             ids.append(item.note_id)
             sessions.add(item.session or (item.event_time or "")[:10] or f"#{item.note_id}")
         else:
             ids.append(i)
-        lines.append(_line(item, ids[-1], found[0], cleaned, proper))
+        if contrast is not None:  # "no parkruns in Portugal, but I did Phoenix Park on the 26th"
+            lines.append(_line(item, ids[-1], contrast[0], cleaned, proper, day=contrast[1]))
+            continue
+        days = _event_days(item, text, found)
+        if len(days) >= 2:
+            lines.extend(_line(item, ids[-1], found[0], cleaned, proper, day=d) for d in days)
+            continue
+        line = _line(item, ids[-1], found[0], cleaned, proper)
+        (planned if _planned(text, found[0], line, latest) else lines).append(line)
     events = _distinct_events(lines)
-    return Count(cleaned, mentions, tuple(ids), len(sessions) if sessions else len(ids), events, negated)
+    if within:
+        events = tuple(e for e in events if e.start is not None
+                       and any(e.start <= b and (e.end or e.start) >= a for a, b in within))
+    ahead = tuple(e for e in _distinct_events(planned)
+                  if not within or any(e.start and e.start <= b and (e.end or e.start) >= a for a, b in within))
+    return Count(cleaned, mentions, tuple(ids), len(sessions) if sessions else len(ids), events, negated,
+                 bool(within), ahead)
 
 
 # What undoes an event said right before it in the same clause ("no parkrun this week", "didn't go
@@ -545,13 +613,95 @@ _UNDONE_AFTER = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:cancel+ed|called off|rained 
 _NEGATION_WINDOW = 3  # words before the term
 
 
+def _clause_before(text: str, at: int) -> str:
+    return re.split(r"[.!?;,:()\n]|\b(?:but|and|so|then)\b", text[:at])[-1]
+
+
+def _negated_at(text: str, at: int) -> bool:
+    """A negator among the few words before ``at``, in its clause: "missed the 12th", "no parkrun"."""
+    words = [w.lower().replace("’", "'") for w in re.findall(r"[\w'’]+", _clause_before(text, at))]
+    return any(w in _NEGATORS for w in words[-_NEGATION_WINDOW:])
+
+
 def _negated(text: str, match: re.Match) -> bool:
-    before = re.split(r"[.!?;,:()\n]|\b(?:but|and|so|then)\b", text[: match.start()])[-1]
-    words = [w.lower().replace("’", "'") for w in re.findall(r"[\w'’]+", before)][-_NEGATION_WINDOW:]
-    if any(w in _NEGATORS for w in words):
+    if _negated_at(text, match.start()):
         return True
     after = re.split(r"[.!?;\n]", text[match.end():])[0]
     return _UNDONE_AFTER.search(after) is not None
+
+
+# Words of intent: a mention in their clause is a plan or a wish, not an event ("goal is the parkrun
+# by Easter", "we want to see Khruangbin", "I'll book the dentist").
+_INTENT = {
+    "goal", "goals", "aim", "aiming", "plan", "plans", "planning", "hope", "hoping", "want", "wants",
+    "wanna", "gonna", "will", "i'll", "we'll", "she'll", "he'll", "they'll",
+}
+
+
+def _planned(text: str, match: re.Match, line: _Line, latest: date | None) -> bool:
+    """The mention is a plan not yet done: the day the line gives it is after the ``latest`` day
+    anything was said, or it has no day and a word of intent comes earlier in its clause. (A plan
+    whose day has passed by then is counted: "Tokyo trip booked for 7 September", said in June.)"""
+    if line.own_date and line.start is not None:
+        return latest is not None and line.start > latest
+    words = {w.lower().replace("’", "'") for w in re.findall(r"[\w'’]+", _clause_before(text, match.start()))}
+    return bool(words & _INTENT)
+
+
+def _sentence_spans(text: str) -> list[tuple[int, int]]:
+    plain = re.sub(r"\[[^\]]*\]", lambda m: " " * len(m.group(0)), text)
+    return [(s.start(), s.end()) for s in _SENTENCES.finditer(plain)]
+
+
+def _event_days(item: Evidence | str, text: str, found: Sequence[re.Match]) -> list[tuple[date, str]]:
+    """The past days a line gives the counted thing, one event each: "parkruns: did the 29th (33:40)
+    and the 5th (33:05). missed the 12th" is 29 March and 5 April. A day counts in a sentence with
+    the term, or in a later one that goes on with it (:func:`_adds_to_it`); not when a negator
+    comes before it; none at all when one is still ahead when said (a plan)."""
+    said = _said_day(item)
+    exact = sorted((d for d in _note_dates(item) if d[4]), key=lambda d: d[0])
+    if len(exact) < 2 or said is None or any(d[1] > said for d in exact):
+        return []
+    spans = _sentence_spans(text)
+    own = [k for k, (a, b) in enumerate(spans) if any(a <= m.start() < b for m in found)]
+    if not own:
+        return []
+    days: dict[date, str] = {}
+    for at, start, _, label, _ in exact:
+        k = next((k for k, (a, b) in enumerate(spans) if a <= at < b), None)
+        if k is None or k < own[0] or _negated_at(text, at):
+            continue
+        if k not in own and not _adds_to_it(text[spans[k][0]:spans[k][1]]):
+            continue
+        days.setdefault(start, label)
+    return list(days.items())
+
+
+def _adds_to_it(sentence: str) -> bool:
+    """A sentence that goes on with the last thing named: it starts "and"/"also"/"plus" ("and I did
+    18 oct, 31:35", "and the 23rd too, 19 min") or says nothing but days, times and numbers."""
+    if re.match(r"\s*(?:and|also|plus)\b", sentence, re.IGNORECASE):
+        return True
+    return all(re.fullmatch(r"\d+(?:st|nd|rd|th)?", w) or w in _DATE_WORDS for w in terms(sentence))
+
+
+_DATE_WORDS = terms(" ".join(_MONTH_NUMBER) + " monday tuesday wednesday thursday friday saturday sunday")
+
+
+def _done_instead(item: Evidence | str, text: str, found: Sequence[re.Match]) -> tuple[re.Match, tuple[date, str]] | None:
+    """"no parkruns in portugal obvs but I did Phoenix Park on the 26th": the thing negated, then
+    done after a "but" in the same sentence on a past day it names: that day's event."""
+    said = _said_day(item)
+    for m in found:
+        end = next((b for a, b in _sentence_spans(text) if a <= m.start() < b), len(text))
+        turn = re.search(r"\bbut\b", text[m.end():end])
+        if not turn:
+            continue
+        after = m.end() + turn.end()
+        for at, start, _, label, exact in sorted(_note_dates(item)):
+            if exact and after <= at < end and not _negated_at(text, at) and (said is None or start <= said):
+                return m, (start, label)
+    return None
 
 
 @dataclass
@@ -617,7 +767,8 @@ def _proper(texts: Sequence[str]) -> set[str]:
     return found
 
 
-def _line(item: Evidence | str, note_id: int, match: re.Match, term: str, proper: set[str]) -> _Line:
+def _line(item: Evidence | str, note_id: int, match: re.Match, term: str, proper: set[str],
+          day: tuple[date, str] | None = None) -> _Line:
     text = _text(item)
     plain = re.sub(r"\[[^\]]*\]", lambda m: " " * len(m.group(0)), text)  # positions kept
     sentence = next(
@@ -630,7 +781,10 @@ def _line(item: Evidence | str, note_id: int, match: re.Match, term: str, proper
     pick = after[0] if after else (before[-1] if before else None)  # "Melanie's camping": an owner
     stored = _note_dates(item)
     said = _said_day(item)
-    if stored:
+    if day is not None:  # one of several days the line gives it (_event_days)
+        start = end = day[0]
+        label = day[1]
+    elif stored:
         _, start, end, label, _ = min(stored, key=lambda d: abs(d[0] - match.start()))
     else:
         start = end = said
@@ -691,6 +845,8 @@ def _same_event(earlier: _Line, later: _Line) -> bool:
     "I ran a 5K" said on two different days, with no name to tie them, is two runs."""
     if earlier.named and later.named and earlier.name.casefold() != later.name.casefold():
         return False  # "I finished Dune" and "I finished Circe": two books, even on one day
+    if _single_day(earlier) and _single_day(later) and earlier.start == later.start:
+        return True  # "parkrun on the 5th" told twice: the day it names is the same, so is the run
     same_name = earlier.named and later.named
     similar = same_name or jaccard(earlier.rest, later.rest) >= SAME_EVENT_JACCARD or not (earlier.rest or later.rest)
     if not similar:
@@ -698,6 +854,10 @@ def _same_event(earlier: _Line, later: _Line) -> bool:
     if _overlap(earlier, later):
         return True
     return same_name and not later.own_date
+
+
+def _single_day(line: _Line) -> bool:
+    return line.own_date and line.start is not None and line.start == line.end
 
 
 def _precision(line: _Line) -> tuple[int, int, date]:

@@ -186,3 +186,11 @@ def test_the_engine_resolves_the_question_days_and_answers_a_clash_with_no_model
         assert llm.calls == []
     finally:
         eng.close()
+
+
+def test_the_window_a_question_asks_about() -> None:
+    now = datetime(2026, 3, 4, 9)
+    assert question_days("How many parkruns did I do in 2025?", now) == [(date(2025, 1, 1), date(2025, 12, 31))]
+    # "since" runs to the day asked; a bound ("before", "until") names no days to keep.
+    assert question_days("How many books have I read since November?", now) == [(date(2025, 11, 1), date(2026, 3, 4))]
+    assert question_days("What did I book before Friday?", now) == []

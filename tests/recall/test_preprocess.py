@@ -632,3 +632,17 @@ def test_a_plan_told_again_with_other_dates_outdates_the_first_telling() -> None
     assert (grounded.start, grounded.note_id) == (date(2026, 9, 16), 1)  # unmarked: the best match
     grounded = ground("Lisbon", temporal("When do I fly to Lisbon?", [booked, moved]).evidence)
     assert (grounded.start, grounded.note_id) == (date(2026, 9, 22), 2)  # the first telling is outdated
+
+
+def test_an_overview_since_a_month_keeps_lines_said_since_and_amounts_are_whole() -> None:
+    from edgemem.recall.preprocess import _values, digest
+
+    told = [Evidence(1, "bought a monitor, €420", "2025-07-02T10:00:00", "Rafael"),
+            Evidence(2, "bought a sofa on the 12th [12 August 2025] for €890", "2025-08-01T10:00:00", "Rafael",
+                     dates=[{"phrase": "the 12th", "start": "2025-08-12", "end": "2025-08-12"}]),
+            Evidence(3, "bought a bike", "2025-03-01T10:00:00", "Rafael")]
+    # A line that dates nothing is placed by the day it was said: the monitor, not the bike.
+    assert digest("What have I bought since June?", told, [(date(2025, 6, 1), date(2025, 12, 1))]) == (
+        "What your notes say about bought, oldest first:\n- 2 July 2025: bought a monitor, €420\n"
+        "- 1 August 2025: bought a sofa on the 12th [12 August 2025] for €890", [1, 2])
+    assert _values("Murphy quoted €14,500, Doyle €12,800", terms("murphy quoted")) == []  # no "500", no "800"

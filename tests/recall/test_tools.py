@@ -230,3 +230,53 @@ def test_a_date_tool_drops_an_argument_that_is_no_date() -> None:
     assert execute(call) == "5 days between 11 September 2025 and 16 September 2025"
     three = parse_tool_call("TOOL: days_between | 1 May 2025 | 11 September 2025 | 16 September 2025")
     assert execute(three).startswith(ERROR_PREFIX)  # three dates: which two is not for code to guess
+
+
+def _told(note_id: int, text: str, when: str) -> Evidence:
+    """A line as the write path stores it: its dates resolved and annotated."""
+    from datetime import datetime
+
+    from edgemem.ingest.dates import annotate, resolve_dates
+
+    said = datetime.fromisoformat(when)
+    dates = [{"phrase": d.phrase, "start": d.start.isoformat(), "end": d.end.isoformat(), "granularity": d.granularity,
+              "approximate": d.approximate, "label": d.label()} for d in resolve_dates(text, said)]
+    return Evidence(note_id, annotate(text, said), when, speaker="Lena", session=f"s{note_id}", dates=dates)
+
+
+SWIMS = [
+    _told(1, "goal is the Kilkee sea swim by easter", "2025-03-04T21:00:00"),
+    _told(2, "first sea swim this morning, 12 minutes, freezing", "2025-03-22T11:00:00"),
+    _told(3, "sea swims: did the 29th (14 min) and the 5th (15 min). missed the 12th cos of work", "2025-04-15T14:00:00"),
+    _told(4, "sea swim 3rd may, 18 min! did i tell you about the 5th of april one? 15 min", "2025-05-08T20:00:00"),
+    _told(5, "no sea swims in lanzarote obvs but I did the Forty Foot on the 26th", "2025-07-30T21:00:00"),
+    _told(6, "sea swim 16th aug, 20 min!! and the 23rd too, 19 min", "2025-08-28T16:00:00"),
+    _told(7, "first sea swim of 2026 on the 10th, brutal", "2026-01-14T21:00:00"),
+]
+
+
+def test_counting_reads_each_day_a_line_gives_and_keeps_plans_apart() -> None:
+    """One event a day a line dates ("did the 29th and the 5th"; "and the 23rd too" in the next
+    sentence); "missed the 12th" is none; the same day told twice is one; "no X but I did Y on the
+    26th" is one; a goal with no day is planned, not done; the question's year selects."""
+    found = count_occurrences("swims", SWIMS, [(date(2025, 1, 1), date(2025, 12, 31))])
+    assert [e.start for e in found.events] == [
+        date(2025, 3, 22), date(2025, 3, 29), date(2025, 4, 5), date(2025, 5, 3), date(2025, 7, 26),
+        date(2025, 8, 16), date(2025, 8, 23)]
+    assert [e.name for e in found.planned] == ["Kilkee"]
+    assert found.describe_events().startswith(
+        "number of swims: 7 (distinct events, on the days asked, a repeat counts once) — ")
+    assert "; planned, not counted: Kilkee (4 March 2025);" in found.describe_events()
+    everything = count_occurrences("swims", SWIMS)
+    assert len(everything.events) == 8 and everything.events[-1].start == date(2026, 1, 10)
+
+
+def test_the_first_or_last_of_a_kind_of_event_is_grounded_on_the_events_counted() -> None:
+    from edgemem.recall.preprocess import temporal
+    from edgemem.recall.tools import ground
+
+    assert ground("my last sea swim of 2025", SWIMS).start == date(2025, 8, 23)
+    assert ground("my first sea swim", SWIMS).start == date(2025, 3, 22)  # the goal said before it is no swim
+    prepared = temporal("How many days were there between my last sea swim of 2025 and my first one of 2026?", SWIMS)
+    assert prepared.direct == ("140 days: my last sea swim of 2025 23 August 2025, my first sea swim of 2026 "
+                               "10 January 2026", [6, 7])
