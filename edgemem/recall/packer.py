@@ -91,7 +91,7 @@ DEDUP_JACCARD = 0.85  # A.3: near-duplicate chunks at or above this Jaccard simi
 # Profile-injection answers from the profile (Table 6: Tier-2 budget 0), but a suggestion tailored to
 # the user ("What should I bring to Ana's birthday?") needs the note that says what Ana loves beside
 # the stated likes: the read path may open a small raw slot for a few retrieved notes (``tier2_budget``).
-PROFILE_NOTES_BUDGET = 240
+PROFILE_NOTES_BUDGET = 360  # five of the user's lines (answer.PROFILE_NOTES)
 # A chunk cut to fewer tokens than this carries no usable fact: it is dropped instead.
 MIN_CUT_TOKENS = 12
 # What the rest of the answer prompt needs besides the pack, for ceiling_for's default: the tag

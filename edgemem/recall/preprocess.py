@@ -61,6 +61,8 @@ PER_SESSION_CAP = MAP_CHUNK
 # State timelines longer than this are cut to the first and last states (the summary slot is small
 # on CPU, see packer.SUMMARY_BUDGET; the raw items still carry the middle).
 TIMELINE_MAX = 12
+# A word of a question, in any script ("Sinéad", "Oisín"): letters, inner apostrophes and hyphens.
+_WORDS = r"[^\W\d_](?:[^\W\d_]|['-])+"
 _TIMELINE_WORDS = 25  # words of a state sentence shown in a timeline fact
 
 
@@ -425,7 +427,7 @@ def _subject_label(current: Evidence, older: Sequence[Evidence], subject: dict[i
     shared = set(subject[current.note_id])
     for e in older:
         shared &= subject[e.note_id]
-    words = [w for w in re.findall(r"[A-Za-z][A-Za-z'-]+", current.text) if terms(w) & shared]
+    words = [w for w in re.findall(_WORDS, current.text) if terms(w) & shared]
     unique = list(dict.fromkeys(w.lower() for w in words))[:3]
     return f" about {', '.join(unique)}" if unique else ""
 
@@ -639,7 +641,7 @@ def total_answer(question: str, evidence: Sequence[Evidence],
     """"How many trout have I had in total?": the sum :func:`_total` adds up, as the answer, citing
     the notes of the events it adds; None when no event gives a number above one. ``asked_days``:
     only events on the days the question names count ("this year")."""
-    m = re.search(r"\bhow\s+many\s+([A-Za-z][A-Za-z'-]+)", question, re.IGNORECASE)
+    m = re.search(r"\bhow\s+many\s+([^\W\d_](?:[^\W\d_]|['-])+)", question, re.IGNORECASE)
     if not m or m.group(1).lower() in _COUNT_NOISE or not is_counting(question):
         return None
     told = [e for e in evidence if (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS]
@@ -672,7 +674,7 @@ def _count_facts(question: str, evidence: Sequence[Evidence], asked_days: Sequen
     who = " and ".join(w.removesuffix("'s") for w in re.findall(r"(?<=\s)[A-Z][\w'-]*", question)
                        if terms(w) & names)
     facts = []
-    for word in dict.fromkeys(_compound(question) + re.findall(r"[A-Za-z][A-Za-z'-]+", question)):
+    for word in dict.fromkeys(_compound(question) + re.findall(_WORDS, question)):
         low = word.lower().removesuffix("'s")
         if len(low) < 3 or low in STOPWORDS or low in _COUNT_NOISE or low in speakers or terms(low) & names:
             continue
@@ -795,7 +797,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 def _tracked(question: str) -> tuple[set[str], set[str]]:
     """(entity terms, topic terms) of a state question: capitalised names (not the first word) and
     the remaining content words, without words that only say 'change over time'."""
-    words = re.findall(r"[A-Za-z][A-Za-z'-]+", question)
+    words = re.findall(_WORDS, question)
     names = {w.removesuffix("'s") for i, w in enumerate(words) if i > 0 and w[0].isupper()}
     entity = set().union(*(terms(n) for n in names)) - _CALENDAR if names else set()
     topic = terms(question) - entity - _STATE_WORDS - _CALENDAR

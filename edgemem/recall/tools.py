@@ -591,7 +591,7 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str],
             lines.extend(_line(item, ids[-1], found[0], cleaned, proper, day=d) for d in days)
             continue
         line = _line(item, ids[-1], found[0], cleaned, proper)
-        (planned if _planned(text, found[0], line, latest) else lines).append(line)
+        (planned if _planned(item, found[0], line, latest) else lines).append(line)
     events = _distinct_events(lines)
     if within:
         events = tuple(e for e in events if e.start is not None
@@ -638,12 +638,17 @@ _INTENT = {
 }
 
 
-def _planned(text: str, match: re.Match, line: _Line, latest: date | None) -> bool:
+def _planned(item: Evidence | str, match: re.Match, line: _Line, latest: date | None) -> bool:
     """The mention is a plan not yet done: the day the line gives it is after the ``latest`` day
-    anything was said, or it has no day and a word of intent comes earlier in its clause. (A plan
-    whose day has passed by then is counted: "Tokyo trip booked for 7 September", said in June.)"""
-    if line.own_date and line.start is not None:
-        return latest is not None and line.start > latest
+    anything was said, or its sentence dates nothing and a word of intent comes earlier in its
+    clause ("started in feb. goal is the parkrun by easter"). A plan whose day has passed by then is
+    counted: "Tokyo trip booked for 7 September", said in June."""
+    if line.own_date and line.start is not None and latest is not None and line.start > latest:
+        return True
+    text = _text(item)
+    lo, hi = next(((a, b) for a, b in _sentence_spans(text) if a <= match.start() < b), (0, len(text)))
+    if any(lo <= d[0] < hi for d in _note_dates(item)):
+        return False
     words = {w.lower().replace("’", "'") for w in re.findall(r"[\w'’]+", _clause_before(text, match.start()))}
     return bool(words & _INTENT)
 

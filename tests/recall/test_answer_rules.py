@@ -164,6 +164,21 @@ def test_a_suggestion_for_someone_else_keeps_their_facts_not_the_askers() -> Non
     facts.append(Evidence(-1_000_005, "maya — gift budget: about 50 pounds a gift (identity)", "2025-02-22", kind="profile"))
     assert [e.note_id for e in profile_for("What gift should I buy for Ana?", facts)] == [-1_000_003, -1_000_004, -1_000_005]
     assert len(profile_for("Plan me a nice Saturday morning.", facts)) == 5  # a day is not a person
+    facts.append(Evidence(-1_000_006, "oisín — loves: lego and minecraft (preference)", "2025-07-01", kind="profile"))
+    assert [e.note_id for e in profile_for("What's a good present for Oisín?", facts)] == [
+        -1_000_003, -1_000_004, -1_000_006]  # a name in any script is someone else
+
+
+def test_the_notes_beside_a_suggestion_are_the_users_own_lines_in_rank_order() -> None:
+    from edgemem.recall.answer import PROFILE_NOTES, profile_notes
+
+    ranked = [Evidence(1, "Noted: Diego's 30th is 23 August; gift budget €150.", "2025-07-02", "Assistant", score=0.9),
+              Evidence(2, "he's into specialty coffee and gravel biking, for Diego ideas later", "2025-07-02", "Rafael",
+                       score=0.2),
+              Evidence(3, "got Diego a grinder and beans, €138", "2025-08-12", "Rafael", score=0.5),
+              Evidence(4, "the flat has a terrace", "2025-07-25", "Rafael", score=0.8)]  # shares no word
+    assert [e.note_id for e in profile_notes(ranked, "Any ideas for Diego?")] == [2, 3]
+    assert PROFILE_NOTES == 5
 
 
 def test_a_day_of_the_week_question_answered_with_a_date_gets_its_weekday_in_code() -> None:
