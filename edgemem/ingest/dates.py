@@ -265,6 +265,8 @@ _NOT_PAST = {
     "excited", "interested", "tired", "bored", "scared", "worried", "pleased", "stressed",
     "talented", "dedicated", "related", "based", "supposed", "determined", "focused", "motivated",
     "thrilled", "overwhelmed", "pumped", "stoked", "concerned", "involved", "scheduled", "planned",
+    # an arrangement made for the date, not the date gone by: "Oslo 19-21 January, flight booked"
+    "booked", "confirmed", "arranged", "rebooked", "reserved",
 }
 _FUTURE_MARKERS = re.compile(
     r"(?:\b(?:will|shall|won['’]t|gonna|can(?!['’]?t\b)|might|wanna|(?<!\bwas\s)(?<!\bwere\s)going\s+to|about\s+to|"
@@ -287,6 +289,9 @@ _PARTICIPLE_AFTER = re.compile(
 )
 
 
+_ARTICLE_BEFORE = re.compile(r"\b(?:a|an|the)\s+$", re.IGNORECASE)
+
+
 def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
     """'past', 'future' or None for the sentence holding text[begin:stop], by the nearest marker.
 
@@ -307,6 +312,8 @@ def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
                 continue  # "after Tomorrow, and Tomorrow, and Tomorrow": a title says no tense
             if tense == "past" and _PARTICIPLE_AFTER.search(ctx.text, max(left, m.start() - 40), m.start()):
                 continue
+            if tense == "past" and _ARTICLE_BEFORE.search(ctx.text, max(left, m.start() - 12), m.start()):
+                continue  # "a paid trial sprint", "the finished kitchen": an adjective, not a tense
             distance = begin - m.end() if m.end() <= begin else m.start() - stop
             if best is None or distance < best[0]:  # ties go to the past, checked first
                 best = (distance, tense)

@@ -119,7 +119,9 @@ def prepare(
         return rules(question, evidence, supersedes=supersedes)
     if tag == "state-tracking":
         return timeline(question, evidence, entity=entity, asked_days=asked_days)
-    return Prepared(tag, list(evidence))
+    # A plan moved by a later line is outdated whatever the question's tag: "what dates was the
+    # Oslo kickoff?" (targeted) had "19-21 january" and "moved to 26-28 january" side by side.
+    return Prepared(tag, _outdate(evidence, redated(evidence)))
 
 
 # --- time ---------------------------------------------------------------------------------------
@@ -657,6 +659,28 @@ def total_answer(question: str, evidence: Sequence[Evidence],
     return f"{number} {word} in total: {parts}", [i for e in found.events for i in e.note_ids]
 
 
+def none_on_those_days(question: str, evidence: Sequence[Evidence],
+                       asked_days: Sequence[tuple[date, date]]) -> tuple[str, list[int]] | None:
+    """"How many books have I read this year?" when the notes tell of books, but none on the days
+    asked: that none is mentioned then, with when they were (the model, handed "number of books:
+    0", answered "0" to a question whose premise the notes do not hold)."""
+    m = re.search(rf"\bhow\s+many\s+({_WORDS})", question, re.IGNORECASE)
+    if not asked_days or not m or m.group(1).lower() in _COUNT_NOISE or not is_counting(question):
+        return None
+    told = [e for e in evidence if (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS]
+    names, _ = _tracked(question)
+    if names:
+        return None  # someone else's count: _count_facts says whose the lines are
+    word = m.group(1).lower()
+    inside = count_occurrences(word, told, asked_days)
+    if inside.events or not inside.mentions:
+        return None
+    elsewhere = count_occurrences(word, told)
+    when = ", ".join(e.label for e in elsewhere.events[:4])
+    return (f"None: your notes have no mention of {word} on those dates"
+            f"{f' (they mention {word} on {when})' if when else ''}.", [])
+
+
 def _count_facts(question: str, evidence: Sequence[Evidence], asked_days: Sequence[tuple[date, date]] = ()) -> list[str]:
     """For counting questions, the occurrences of the question's content words (speakers excluded),
     the events on the days the question names (``asked_days``: "in 2025") when it names some.
@@ -956,6 +980,7 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
     # A superlative ("What's the biggest fish I've caught?") asks for one reading: the model picks it.
     direct = None if _SUPERLATIVE.search(question) else computed or digest(question, evidence)
     direct = total_answer(question, ordered, asked_days) or direct  # "How many trout in total?": the sum
+    direct = none_on_those_days(question, ordered, asked_days) or direct
     unheld = _not_theirs(counted)
     if unheld:
         computed = direct = None

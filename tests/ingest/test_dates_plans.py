@@ -343,3 +343,11 @@ def test_a_remark_after_a_spaced_dash_gives_no_tense_to_the_date_before_it() -> 
     assert annotate("Padel final in Bilbao on 21 March — booked.", said) == (
         "Padel final in Bilbao on 21 March [21 March 2026] — booked.")
     assert annotate("Noted — the viewing is 9 February.", said) == "Noted — the viewing is 9 February [9 February 2026]."
+
+
+def test_an_arrangement_or_an_adjective_is_no_past_tense() -> None:
+    said = datetime(2025, 12, 12, 20, 0)
+    assert annotate("Lyon offsite 19–21 January, train booked.", said) == (
+        "Lyon offsite 19–21 January [19–21 January 2026], train booked.")
+    assert annotate("a paid pilot with Ordo, 3–14 February", said) == (
+        "a paid pilot with Ordo, 3–14 February [3–14 February 2026]")
