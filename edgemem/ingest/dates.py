@@ -270,7 +270,7 @@ _NOT_PAST = {
 }
 _FUTURE_MARKERS = re.compile(
     r"(?:\b(?:will|shall|won['’]t|gonna|can(?!['’]?t\b)|might|wanna|(?<!\bwas\s)(?<!\bwere\s)going\s+to|about\s+to|"
-    r"plan(?:s|ning)?\s+(?:to|on)|hop(?:e|es|ing)\s+to|wants?\s+to|can['’]?t\s+wait|cannot\s+wait|"
+    r"plan(?:s|ning)?\s+(?:to|on)|hop(?:e|es|ing)\s+to|wants?\s+(?:to|a|an|me|us|him|her|them)|can['’]?t\s+wait|cannot\s+wait|"
     r"looking\s+forward|excited\s+(?:to|for)|tomorrow|next|upcoming|soon|scheduled|planned|"
     r"(?:am|are|is|['’]m|['’]re)\s+(?:going|heading|flying|leaving|off))\b|['’]ll\b)",
     re.IGNORECASE,
@@ -289,7 +289,11 @@ _PARTICIPLE_AFTER = re.compile(
 )
 
 
-_ARTICLE_BEFORE = re.compile(r"\b(?:a|an|the)\s+$", re.IGNORECASE)
+# An article, and maybe a length ("a 2 week paid trial"), before a past form makes it an adjective.
+_ARTICLE_BEFORE = re.compile(
+    r"\b(?:a|an|the)\s+(?:(?:\d+|one|two|three|four|five|six|ten)[\s-]+(?:day|week|month|year|hour)s?\s+)?$",
+    re.IGNORECASE,
+)
 
 
 def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
@@ -312,7 +316,7 @@ def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
                 continue  # "after Tomorrow, and Tomorrow, and Tomorrow": a title says no tense
             if tense == "past" and _PARTICIPLE_AFTER.search(ctx.text, max(left, m.start() - 40), m.start()):
                 continue
-            if tense == "past" and _ARTICLE_BEFORE.search(ctx.text, max(left, m.start() - 12), m.start()):
+            if tense == "past" and _ARTICLE_BEFORE.search(ctx.text, max(left, m.start() - 24), m.start()):
                 continue  # "a paid trial sprint", "the finished kitchen": an adjective, not a tense
             distance = begin - m.end() if m.end() <= begin else m.start() - stop
             if best is None or distance < best[0]:  # ties go to the past, checked first
@@ -1058,18 +1062,19 @@ _HOLIDAY_IN_PHRASE = re.compile(_HOLIDAY, re.IGNORECASE)
 def _month_from(before: _Found, found: _Found, ctx: _Context, *, placed: bool = False) -> _Found:
     """"flying out 21 December and back on the 27th": a day of the month alone, in the sentence of a
     date that names its month (or of a day alone that took its month so, ``placed``), is in the month
-    that puts it nearest that date: "from 28 March to the 2nd" is 2 April, "back Wednesday 17 Sept
+    that puts it nearest that date (in the month itself after a month: "in august, 11th to 15th"): "from 28 March to the 2nd" is 2 April, "back Wednesday 17 Sept
     instead of the 16th" is 16 September, "Christmas: on the 23rd" is 23 December. Unless that puts a
     past-tense day after the event date; otherwise it keeps the month its tense gave it (_ordinal_day)."""
     names_month = _MONTH_IN_PHRASE.search(before.date.phrase) or _HOLIDAY_IN_PHRASE.search(before.date.phrase)
-    if not (names_month or placed) or before.date.granularity != "day":
+    if not (names_month or placed) or before.date.granularity not in ("day", "month"):
         return found
     if _SENTENCE_END.search(ctx.text, before.end, found.begin) is not None:
         return found
     base = before.date.end
     first, last = found.date.start.day, found.date.end.day
     spans = []
-    for offset in (-1, 0, 1):
+    # After a month ("a course in Galway in august, 11th to 15th") the days are in that month.
+    for offset in (-1, 0, 1) if before.date.granularity == "day" else (0,):
         month = base.replace(day=1) + relativedelta(months=offset)
         try:
             spans.append((month.replace(day=first), month.replace(day=last)))

@@ -513,7 +513,7 @@ def diversify(
 _OVERVIEW_WORDS = terms(
     "rundown overview summary summarise summarize sum recap remind everything anything happened happening "
     "happen coming upcoming next couple soon around tell give catch update updates latest news whole story "
-    "order sequence"
+    "order sequence told telling say said know knew known mention mentioned"
 )
 # "Which books have I finished?", "What instruments does Melanie play?": a question that names the
 # kind of item it wants (a noun between the wh-word and its verb) asks for a list the model writes.
@@ -537,8 +537,9 @@ def digest(question: str, evidence: Sequence[Evidence],
 
     The subject: the question's names (a line names them, or they said it) and its content words;
     the question's own dates keep the lines whose resolved dates fall in them. The assistant's lines
-    and near-repeats are left out; more than :data:`DIGEST_MAX` lines keep those naming the names,
-    then those sharing most words with the question, then the best ranked. Shown in the order told.
+    and near-repeats are left out; more than :data:`DIGEST_MAX` lines keep those naming the names
+    and holding a topic word, then those with either, then those sharing most words with the
+    question, then the best ranked. Shown in the order told.
     None (the model answers) for a question that names the kind of item it lists, a count, names
     and topic words no line holds together, or fewer than two lines about the subject."""
     if _ITEM_QUESTION.search(question) or _COUNTING.search(question):
@@ -573,7 +574,10 @@ def digest(question: str, evidence: Sequence[Evidence],
     if len(found) < 2 and asked_days and not names:
         # "What's the family got on in the next couple of months?": the family's plans are all of them.
         found, wanted = [e for e in lines if within(e)], set()
-    ranked = sorted(found, key=lambda e: (not named(e), -len(terms(e.text) & wanted), -e.score))
+    # Lines that name the people and hold the topic first, then those with either: "the trips in our
+    # family, mine and Dara's" is about trips, and "Dara and I said €200 for the gift" is not one.
+    ranked = sorted(found, key=lambda e: (-(named(e) + bool(terms(e.text) & topic)), -len(terms(e.text) & wanted),
+                                          -e.score))
     chosen: list[Evidence] = []
     for e in ranked:
         if len(chosen) == DIGEST_MAX:

@@ -351,3 +351,12 @@ def test_an_arrangement_or_an_adjective_is_no_past_tense() -> None:
         "Lyon offsite 19–21 January [19–21 January 2026], train booked.")
     assert annotate("a paid pilot with Ordo, 3–14 February", said) == (
         "a paid pilot with Ordo, 3–14 February [3–14 February 2026]")
+
+
+def test_days_after_a_month_are_in_it_and_a_wish_for_a_thing_is_ahead() -> None:
+    said = datetime(2025, 7, 1, 13, 0)
+    assert annotate("Ciarán's doing a course in Cork in august, 11th to 15th, a cpd thing", said) == (
+        "Ciarán's doing a course in Cork in august [August 2025], 11th to 15th [11–15 August 2025], a cpd thing")
+    said = datetime(2025, 10, 16, 9, 0)
+    assert annotate("call went well yesterday, they want a 2 week paid pilot in november", said) == (
+        "call went well yesterday [15 October 2025], they want a 2 week paid pilot in november [November 2025]")
