@@ -18,7 +18,8 @@ parse. edgemem puts a classifier between the rules and the model and drops the k
 4. ``fallback``: without a model, or when its reply fails validation, the classifier's best tag.
 
 The classifier is trained on ``data/router_examples.jsonl``: ~930 hand-written questions and the
-95 questions of the personal set's *tune* split (marked ``"from"``; never a *check* conversation),
+184 questions of the personal sets' *tune* personas (Maya, Tom, Lena, Rafael; marked ``"from"``;
+never a *check* conversation; one Lena question left out as a near-paraphrase of a labelled test one),
 and on the 497 questions of LoCoMo's *tune* conversations (conv-26, 30, 41), which are LoCoMo's
 data and so are not shipped: ``python -m edgemem.eval.router_train --locomo PATH …`` reads them from
 the dev files and labels each with the tag its category accepts. The package ships the classifier
