@@ -119,9 +119,10 @@ def prepare(
         return rules(question, evidence, supersedes=supersedes)
     if tag == "state-tracking":
         return timeline(question, evidence, entity=entity, asked_days=asked_days)
-    # A plan moved by a later line is outdated whatever the question's tag: "what dates was the
-    # Oslo kickoff?" (targeted) had "19-21 january" and "moved to 26-28 january" side by side.
-    return Prepared(tag, _outdate(evidence, redated(evidence)))
+    # Not re-dated here (preprocess.redated): marking a moved plan outdated for a targeted question
+    # ("what dates was the Oslo kickoff?") dropped the line that held what else was asked of it
+    # ("Who's Mochi's vet?": the cat-sitting plan 5-9 March, later told again for December, held the vet).
+    return Prepared(tag, list(evidence))
 
 
 # --- time ---------------------------------------------------------------------------------------
