@@ -674,15 +674,19 @@ def none_on_those_days(question: str, evidence: Sequence[Evidence],
         return None
     told = [e for e in evidence if (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS]
     names, _ = _tracked(question)
-    if names:
-        return None  # someone else's count: _count_facts says whose the lines are
+    whose = ""
+    if names:  # "How many parkruns has Sinéad done this year?": the lines that name her
+        told = [e for e in told if (terms(e.text) | terms(e.speaker or "")) & names]
+        named = " and ".join(w.removesuffix("'s") for w in re.findall(r"(?<=\s)[A-Z][\w'-]*", question)
+                             if terms(w) & names)
+        whose = f" for {named}" if named else ""
     word = m.group(1).lower()
     inside = count_occurrences(word, told, asked_days)
     if inside.events or not inside.mentions:
         return None
-    elsewhere = count_occurrences(word, told)
-    when = ", ".join(e.label for e in elsewhere.events[:4])
-    return (f"None: your notes have no mention of {word} on those dates"
+    elsewhere = count_occurrences(word, told) if not whose else None  # a named person's: their lines only
+    when = ", ".join(e.label for e in elsewhere.events[:4]) if elsewhere else ""
+    return (f"None: your notes have no mention of {word}{whose} on those dates"
             f"{f' (they mention {word} on {when})' if when else ''}.", [])
 
 

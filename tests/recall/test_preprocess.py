@@ -658,3 +658,8 @@ def test_a_count_with_nothing_on_the_days_asked_says_so_and_when_there_was() -> 
         "None: your notes have no mention of books on those dates (they mention books on 25 December 2025).", [])
     last_year = [(date(2025, 1, 1), date(2025, 12, 31))]
     assert timeline("How many books have I read last year?", told, asked_days=last_year).direct is None
+    # Someone named: the lines naming them, and no other days listed (those are the asker's runs).
+    runs = [Evidence(2, "parkrun 28th june [28 June 2025] 31:55, Sinéad came 2nd in her age group", "2025-07-01T13:00:00",
+                     "Lena", dates=[{"phrase": "28th june", "start": "2025-06-28", "end": "2025-06-28"}])]
+    assert timeline("How many parkruns has Sinéad done this year?", runs, asked_days=this_year).direct == (
+        "None: your notes have no mention of parkruns for Sinéad on those dates.", [])
