@@ -270,7 +270,8 @@ _NOT_PAST = {
 }
 _FUTURE_MARKERS = re.compile(
     r"(?:\b(?:will|shall|won['’]t|gonna|can(?!['’]?t\b)|might|wanna|(?<!\bwas\s)(?<!\bwere\s)going\s+to|about\s+to|"
-    r"plan(?:s|ning)?\s+(?:to|on)|hop(?:e|es|ing)\s+to|wants?\s+(?:to|a|an|me|us|him|her|them)|can['’]?t\s+wait|cannot\s+wait|"
+    r"plan(?:s|ning)?\s+(?:to|on)|hop(?:e|es|ing)\s+to|wants?\s+(?:to|a|an|me|us|him|her|them)|"
+    r"can['’]?t\s+wait|cannot\s+wait|"
     r"looking\s+forward|excited\s+(?:to|for)|tomorrow|next|upcoming|soon|scheduled|planned|"
     r"(?:am|are|is|['’]m|['’]re)\s+(?:going|heading|flying|leaving|off))\b|['’]ll\b)",
     re.IGNORECASE,
@@ -1062,9 +1063,10 @@ _HOLIDAY_IN_PHRASE = re.compile(_HOLIDAY, re.IGNORECASE)
 def _month_from(before: _Found, found: _Found, ctx: _Context, *, placed: bool = False) -> _Found:
     """"flying out 21 December and back on the 27th": a day of the month alone, in the sentence of a
     date that names its month (or of a day alone that took its month so, ``placed``), is in the month
-    that puts it nearest that date (in the month itself after a month: "in august, 11th to 15th"): "from 28 March to the 2nd" is 2 April, "back Wednesday 17 Sept
-    instead of the 16th" is 16 September, "Christmas: on the 23rd" is 23 December. Unless that puts a
-    past-tense day after the event date; otherwise it keeps the month its tense gave it (_ordinal_day)."""
+    that puts it nearest that date: "from 28 March to the 2nd" is 2 April, "back Wednesday 17 Sept
+    instead of the 16th" is 16 September, "Christmas: on the 23rd" is 23 December; after a month it
+    is in that month ("in august, 11th to 15th"). Unless that puts a past-tense day after the event
+    date; otherwise it keeps the month its tense gave it (_ordinal_day)."""
     names_month = _MONTH_IN_PHRASE.search(before.date.phrase) or _HOLIDAY_IN_PHRASE.search(before.date.phrase)
     if not (names_month or placed) or before.date.granularity not in ("day", "month"):
         return found

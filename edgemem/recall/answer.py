@@ -446,7 +446,8 @@ _NOT_PEOPLE = terms(" ".join(DAYS) + " " + " ".join(MONTHS_IN_FULL) + " christma
 def _others(question: str) -> set[str]:
     """The people a question names besides the asker: a role ("Mum", "my sister") or a capitalised
     name right after a verb or preposition of giving ("take Sue", "a gift for Ana")."""
-    words = {w.lower().removesuffix("'s").removesuffix("’s") for w in re.findall(r"[^\W\d_](?:[^\W\d_]|['’-])*", question)}
+    words = {w.lower().removesuffix("'s").removesuffix("’s")
+             for w in re.findall(r"[^\W\d_](?:[^\W\d_]|['’-])*", question)}
     named = {(m.group(1) or m.group(2)).lower().removesuffix("'s").removesuffix("’s") for m in _FOR_SOMEONE.finditer(question)}
     return {w for w in (words & _ROLE_WORDS) | named if not terms(w) & _NOT_PEOPLE}
 

@@ -553,8 +553,8 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str],
 
     A line that dates several past days for the term ("parkruns: did the 29th and the 5th") tells
     of one event a day. A mention in a plan not yet done (:func:`_planned`: "goal is the parkrun by
-    Easter", a day after the last note) is no event: it is kept apart as planned. ``within`` (the spans the question's dates
-    name, "in 2025"): only events on those days count."""
+    Easter", a day after the last note) is no event: it is kept apart as planned. ``within`` (the
+    spans the question's dates name, "in 2025"): only events on those days count."""
     cleaned = " ".join(term.strip().strip("\"'`").split())
     if not cleaned or not re.search(r"\w", cleaned):
         raise ValueError("count_occurrences needs a word or phrase to count")
@@ -592,14 +592,17 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str],
             continue
         line = _line(item, ids[-1], found[0], cleaned, proper)
         (planned if _planned(item, found[0], line, latest) else lines).append(line)
-    events = _distinct_events(lines)
-    if within:
-        events = tuple(e for e in events if e.start is not None
-                       and any(e.start <= b and (e.end or e.start) >= a for a, b in within))
-    ahead = tuple(e for e in _distinct_events(planned)
-                  if not within or any(e.start and e.start <= b and (e.end or e.start) >= a for a, b in within))
+    events = tuple(e for e in _distinct_events(lines) if _on_days(e, within))
+    ahead = tuple(e for e in _distinct_events(planned) if _on_days(e, within))
     return Count(cleaned, mentions, tuple(ids), len(sessions) if sessions else len(ids), events, negated,
                  bool(within), ahead)
+
+
+def _on_days(event: CountedEvent, within: Sequence[tuple[date, date]]) -> bool:
+    """The event falls on one of the spans (any day, when there are none)."""
+    if not within:
+        return True
+    return event.start is not None and any(event.start <= b and (event.end or event.start) >= a for a, b in within)
 
 
 # What undoes an event said right before it in the same clause ("no parkrun this week", "didn't go
@@ -682,6 +685,9 @@ def _event_days(item: Evidence | str, text: str, found: Sequence[re.Match]) -> l
     return list(days.items())
 
 
+_DATE_WORDS = terms(" ".join(_MONTH_NUMBER) + " monday tuesday wednesday thursday friday saturday sunday")
+
+
 def _adds_to_it(sentence: str) -> bool:
     """A sentence that goes on with the last thing named: it starts "and"/"also"/"plus" ("and I did
     18 oct, 31:35", "and the 23rd too, 19 min") or says nothing but days, times and numbers."""
@@ -690,10 +696,8 @@ def _adds_to_it(sentence: str) -> bool:
     return all(re.fullmatch(r"\d+(?:st|nd|rd|th)?", w) or w in _DATE_WORDS for w in terms(sentence))
 
 
-_DATE_WORDS = terms(" ".join(_MONTH_NUMBER) + " monday tuesday wednesday thursday friday saturday sunday")
-
-
-def _done_instead(item: Evidence | str, text: str, found: Sequence[re.Match]) -> tuple[re.Match, tuple[date, str]] | None:
+def _done_instead(item: Evidence | str, text: str,
+                  found: Sequence[re.Match]) -> tuple[re.Match, tuple[date, str]] | None:
     """"no parkruns in portugal obvs but I did Phoenix Park on the 26th": the thing negated, then
     done after a "but" in the same sentence on a past day it names: that day's event."""
     said = _said_day(item)
