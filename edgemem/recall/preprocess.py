@@ -643,20 +643,38 @@ def is_counting(question: str) -> bool:
     return _COUNTING.search(question) is not None and not _TIME_UNITS.search(question)
 
 
+def _counted(question: str, evidence: Sequence[Evidence]) -> tuple[str, list[Evidence], str] | None:
+    """For "how many X …": X, the lines that may tell of one (the user's and other people's, not the
+    assistant's echoes; only those said by or naming someone the question names: "How many sessions
+    has Birte done?"), and the names as written ("Birte"; "" for the asker). None for any other
+    question, or "how many times"."""
+    m = re.search(rf"\bhow\s+many\s+({_WORDS})", question, re.IGNORECASE)
+    if not m or m.group(1).lower() in _COUNT_NOISE or not is_counting(question):
+        return None
+    told = [e for e in evidence if (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS]
+    names, _ = _tracked(question)
+    if names:
+        told = [e for e in told if (terms(e.text) | terms(e.speaker or "")) & names]
+    return m.group(1), told, _named(question, names)
+
+
+def _named(question: str, names: set[str]) -> str:
+    """The question's capitalised words among ``names``, as written: "Sinéad", "Sam and Priya"."""
+    return " and ".join(w.removesuffix("'s") for w in re.findall(r"(?<=\s)[A-Z][\w'-]*", question)
+                        if terms(w) & names)
+
+
 def total_answer(question: str, evidence: Sequence[Evidence],
                  asked_days: Sequence[tuple[date, date]] = ()) -> tuple[str, list[int]] | None:
     """"How many trout have I had in total?": the sum :func:`_total` adds up, as the answer, citing
     the notes of the events it adds; None when no event gives a number above one. ``asked_days``:
     only events on the days the question names count ("this year")."""
-    m = re.search(r"\bhow\s+many\s+([^\W\d_](?:[^\W\d_]|['-])+)", question, re.IGNORECASE)
-    if not m or m.group(1).lower() in _COUNT_NOISE or not is_counting(question):
+    counted = _counted(question, evidence)
+    if counted is None:
         return None
-    told = [e for e in evidence if (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS]
-    names, _ = _tracked(question)
-    if names:  # "How many sessions has Birte done?": only the lines Birte said or that name her
-        told = [e for e in told if (terms(e.text) | terms(e.speaker or "")) & names]
-    found = count_occurrences(m.group(1).lower(), told, asked_days)
-    fact = _total(question, m.group(1), found)
+    word, told, _ = counted
+    found = count_occurrences(word.lower(), told, asked_days)
+    fact = _total(question, word, found)
     if fact is None:
         return None
     word, _, rest = fact.removeprefix("total ").partition(": ")
@@ -668,24 +686,18 @@ def none_on_those_days(question: str, evidence: Sequence[Evidence],
                        asked_days: Sequence[tuple[date, date]]) -> tuple[str, list[int]] | None:
     """"How many books have I read this year?" when the notes tell of books, but none on the days
     asked: that none is mentioned then, with when they were (the model, handed "number of books:
-    0", answered "0" to a question whose premise the notes do not hold)."""
-    m = re.search(rf"\bhow\s+many\s+({_WORDS})", question, re.IGNORECASE)
-    if not asked_days or not m or m.group(1).lower() in _COUNT_NOISE or not is_counting(question):
+    0", answered "0" to a question whose premise the notes do not hold). For someone named, their
+    lines only, and no other days listed (those are the asker's)."""
+    counted = _counted(question, evidence) if asked_days else None
+    if counted is None:
         return None
-    told = [e for e in evidence if (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS]
-    names, _ = _tracked(question)
-    whose = ""
-    if names:  # "How many parkruns has Sinéad done this year?": the lines that name her
-        told = [e for e in told if (terms(e.text) | terms(e.speaker or "")) & names]
-        named = " and ".join(w.removesuffix("'s") for w in re.findall(r"(?<=\s)[A-Z][\w'-]*", question)
-                             if terms(w) & names)
-        whose = f" for {named}" if named else ""
-    word = m.group(1).lower()
+    word, told, who = counted
+    word = word.lower()
     inside = count_occurrences(word, told, asked_days)
     if inside.events or not inside.mentions:
         return None
-    elsewhere = count_occurrences(word, told) if not whose else None  # a named person's: their lines only
-    when = ", ".join(e.label for e in elsewhere.events[:4]) if elsewhere else ""
+    when = "" if who else ", ".join(e.label for e in count_occurrences(word, told).events[:4])
+    whose = f" for {who}" if who else ""
     return (f"None: your notes have no mention of {word}{whose} on those dates"
             f"{f' (they mention {word} on {when})' if when else ''}.", [])
 
@@ -704,8 +716,7 @@ def _count_facts(question: str, evidence: Sequence[Evidence], asked_days: Sequen
     evidence = [e for e in evidence if (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS]
     names, _ = _tracked(question)
     whose = [e for e in evidence if (terms(e.text) | terms(e.speaker or "")) & names] if names else list(evidence)
-    who = " and ".join(w.removesuffix("'s") for w in re.findall(r"(?<=\s)[A-Z][\w'-]*", question)
-                       if terms(w) & names)
+    who = _named(question, names)
     facts = []
     for word in dict.fromkeys(_compound(question) + re.findall(_WORDS, question)):
         low = word.lower().removesuffix("'s")

@@ -649,7 +649,7 @@ def _planned(item: Evidence | str, match: re.Match, line: _Line, latest: date | 
     if line.own_date and line.start is not None and latest is not None and line.start > latest:
         return True
     text = _text(item)
-    lo, hi = next(((a, b) for a, b in _sentence_spans(text) if a <= match.start() < b), (0, len(text)))
+    lo, hi = _sentence_at(text, match.start())
     if any(lo <= d[0] < hi for d in _note_dates(item)):
         return False
     words = {w.lower().replace("’", "'") for w in re.findall(r"[\w'’]+", _clause_before(text, match.start()))}
@@ -659,6 +659,11 @@ def _planned(item: Evidence | str, match: re.Match, line: _Line, latest: date | 
 def _sentence_spans(text: str) -> list[tuple[int, int]]:
     plain = re.sub(r"\[[^\]]*\]", lambda m: " " * len(m.group(0)), text)
     return [(s.start(), s.end()) for s in _SENTENCES.finditer(plain)]
+
+
+def _sentence_at(text: str, at: int) -> tuple[int, int]:
+    """(start, end) of the sentence holding offset ``at`` (the whole text when none does)."""
+    return next(((a, b) for a, b in _sentence_spans(text) if a <= at < b), (0, len(text)))
 
 
 def _event_days(item: Evidence | str, text: str, found: Sequence[re.Match]) -> list[tuple[date, str]]:
@@ -702,7 +707,7 @@ def _done_instead(item: Evidence | str, text: str,
     done after a "but" in the same sentence on a past day it names: that day's event."""
     said = _said_day(item)
     for m in found:
-        end = next((b for a, b in _sentence_spans(text) if a <= m.start() < b), len(text))
+        end = _sentence_at(text, m.start())[1]
         turn = re.search(r"\bbut\b", text[m.end():end])
         if not turn:
             continue

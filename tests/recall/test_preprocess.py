@@ -663,3 +663,19 @@ def test_a_count_with_nothing_on_the_days_asked_says_so_and_when_there_was() -> 
                      "Lena", dates=[{"phrase": "28th june", "start": "2025-06-28", "end": "2025-06-28"}])]
     assert timeline("How many parkruns has Sinéad done this year?", runs, asked_days=this_year).direct == (
         "None: your notes have no mention of parkruns for Sinéad on those dates.", [])
+
+
+def test_an_overview_ranks_lines_with_the_people_and_the_topic_first_and_told_asks_for_one(monkeypatch) -> None:
+    from edgemem.recall import preprocess
+    from edgemem.recall.preprocess import digest
+
+    family = [Evidence(1, "Dara and I said €200 for the gift", "2025-03-22T10:00:00", "Lena", score=0.5),
+              Evidence(2, "Dara's trip to Rome with the TYs, 16-20 October", "2025-08-28T10:00:00", "Lena", score=0.4),
+              Evidence(3, "our trip to Faro is booked, 14-21 July", "2025-06-03T10:00:00", "Lena", score=0.9)]
+    monkeypatch.setattr(preprocess, "DIGEST_MAX", 2)
+    # Rome names Dara and is a trip; then the trip to Faro outranks a line that only names Dara.
+    assert digest("Give me a rundown of the trips in our family, mine and Dara's", family)[1] == [3, 2]
+    knee = [Evidence(4, "Sinéad, the one who told me about you, says hi", "2025-03-04T10:00:00", "Lena"),
+            Evidence(5, "tweaked my knee bouldering", "2025-11-02T10:00:00", "Lena"),
+            Evidence(6, "knee is better, physio on tuesdays", "2025-12-02T10:00:00", "Lena")]
+    assert digest("What have I told you about my knee?", knee)[1] == [5, 6]  # "told" is not the subject
