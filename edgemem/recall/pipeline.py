@@ -27,6 +27,7 @@ ACTIVE_OVERLAP = 0.6
 ACTIVE_TURNS = 8
 # Answers drawn from many lines (a summary) or made from them (a suggestion): no one line holds them.
 DIGESTS = frozenset({"broad-summarization", "profile-injection"})
+_NOT_THEIRS = frozenset({"other_owner", "answer_is_asker"})  # the validator found the answer someone else's
 
 ESCALATION = {  # Table 11: one retry, tag -> heavier tag
     "profile-injection": "targeted-extraction",
@@ -234,12 +235,13 @@ def run(
             trace["pipeline_tokens"] = _pipeline_tokens(stages)
             trace["total_ms"] = _ms(start)
             return Outcome(text, cited, trace)
-        if attempt == 0 and verdict.reason == "other_owner" and validator.names_someone(question, owners):
+        if attempt == 0 and verdict.reason in _NOT_THEIRS and validator.names_someone(question, owners):
             # The notes say it of someone other than the person asked about: the question's premise is
             # someone else's (LoCoMo's adversarial questions swap the speaker). A retry with wider
             # retrieval only gives the model a second chance to paraphrase past the check. Measured on
             # LoCoMo's tune conversations (150-question sample): 7 of the 8 first answers refused so
-            # were to adversarial questions, and the eighth scored F1 0 after its retry.
+            # were to adversarial questions, and the eighth scored F1 0 after its retry. The user's own
+            # name given as a named person's relation ("answer_is_asker") is the same premise.
             trace["owner_refused"] = True
             break
         if attempt == 0:

@@ -86,11 +86,16 @@ _OWN_NAME = re.compile(r"\bmy\s+(?:\w+\s+)?(?:name|nickname|surname|username)\b"
 _ASKER_NAME = re.compile(r"^user\b[^:]*\bname\b[^:]*:\s*(.+?)\s*\(\w+\)\s*$", re.IGNORECASE)
 
 
+def _bare(token: str) -> str:
+    """A token without its possessive ending: "karen's" → "karen"."""
+    return token.removesuffix("'s").removesuffix("’s")
+
+
 def _answer_words(answer: str) -> set[str]:
     """Content words, and with them the numbers: "2 June 2026" is held by the line that says that
     day, not by every line about June. A bare number ("5", a count or a duration worked out) is
     no quote of any line: it says nothing of whose it is."""
-    words = {t.removesuffix("'s").removesuffix("’s") for t in tokens(answer)}
+    words = {_bare(t) for t in tokens(answer)}
     words = {t for t in words if t not in STOPWORDS and len(t) > 2}
     return words | set(re.findall(r"\d+", answer)) if words else words
 
@@ -141,12 +146,24 @@ class Owner:
     whose: bool = False  # a "whose X" question: the answer is an owner, and must not be the asker
 
 
+# The subject of a question is the word after its auxiliary ("which gym does Noor go to?", "how
+# many parkruns has Sinéad done?"): a capitalised one there names whom the question is about.
+_SUBJECT = re.compile(r"\b(?:does|did|do|is|was|are|were|has|have|had|will|would|can|could)\s+"
+                      r"((?-i:[A-Z])[^\W\d_][\w'’\-]*)(?![\w'’]*\s+(?-i:[A-Z]))", re.IGNORECASE)
+_NOT_A_SUBJECT = frozenset({"i", "it", "he", "she", "they", "we", "you", "there", "this", "that", "the", "a", "an"}
+                           | {m.lower() for m in MONTH_NAMES}
+                           | set("monday tuesday wednesday thursday friday saturday sunday".split()))
+
+
 def owner_of(question: str, speakers: set[str] = frozenset()) -> Owner | None:
     """The owner a question names, or None when it names none or several.
 
     "X's <thing>" (a possessive, not a contraction) names X; "my / I / me" names the user; otherwise
     one capitalised name that is a speaker of the context names that speaker (LoCoMo's third-person
-    questions: "Why did Caroline get into running?")."""
+    questions: "Why did Caroline get into running?"), and failing that, a capitalised subject after
+    the question's auxiliary names that person ("which gym does Noor go to?": in a chat with an
+    assistant, the people the user talks about are no speakers). A subject of two capitalised words
+    ("does Dr Amin", "is Casa Azahar") is not taken: a title or a place, not one person's name."""
     whose = bool(_WHOSE.search(question))
     owners = [(m.group(1), m.group(2).split()[-1]) for m in _POSSESSIVE.finditer(question)
               if m.group(1).lower() not in _CONTRACTED]
@@ -164,6 +181,14 @@ def owner_of(question: str, speakers: set[str] = frozenset()) -> Owner | None:
     asked = {n for n in speakers if re.search(rf"\b{re.escape(n)}\b", question)}
     if len(asked) == 1:
         return Owner(asked.pop(), None, False, whose)
+    if asked or whose:  # "Whose dog is Biscuit?": the subject is the thing, its owner is the answer
+        return None
+    subjects = {m.group(1) for m in _SUBJECT.finditer(question) if m.group(1).lower() not in _NOT_A_SUBJECT}
+    if len(subjects) == 1:
+        name = subjects.pop()
+        # "Mel" for Melanie: a speaker whose name the subject begins is that speaker
+        known = [n for n in speakers if n.lower().startswith(name.lower())]
+        return Owner(known[0] if len(known) == 1 else name, None, False, whose)
     return None
 
 
@@ -208,6 +233,14 @@ def _names(line: _Line, name: str) -> bool:
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b", re.IGNORECASE)
 
 
+def _told(body: str) -> str:
+    """A line without the questions it asks: "What got you into running?" tells nothing of whose the
+    running is ("What are the new shoes that Caroline got used for?" is answered by the other
+    speaker's "These are for running.")."""
+    sentences = [x for x in re.split(r"(?<=[.!?])\s+", body) if x.strip()]
+    return " ".join(x for x in sentences if not x.rstrip().endswith("?"))
+
+
 def _holding_sentence(body: str, words: set[str]) -> str:
     """The sentence of a line sharing most of the answer's words (the first of a tie)."""
     sentences = [x for x in re.split(r"(?<=[.!?])\s+", body) if x.strip()] or [body]
@@ -230,7 +263,8 @@ def _holding(answer: str, lines: list[_Line], ignore: frozenset[str] = frozenset
     words = _answer_words(answer) - ignore
     if not words:
         return []
-    shared = [len(words & (set(tokens(line.body)) | set(re.findall(r"\d+", line.body)))) for line in lines]
+    shared = [len(words & (set(tokens(told)) | set(re.findall(r"\d+", told))))
+              for told in (_told(line.body) for line in lines)]
     best = max(shared, default=0)
     if best == 0 or 2 * best < len(words):
         return []
@@ -256,6 +290,9 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False,
     * a bare yes or no about a capitalised name no line ties to the rest of the question ("unheld");
     * a bare number that only lines about someone other than the named owner write ("other_owner");
     * a date or number for a named owner's thing whose lines never name the thing ("off_thing");
+    * a named person's relation answered with the user's own name in a chat ("answer_is_asker");
+    * the one who says "I" of the answer is another speaker, and the owner's lines holding it do not
+      ("other_owner"); a question a line asks ("What got you into running?") holds nothing;
     * every context line holding the answer is about someone else: for a named owner, no such line is
       said by them or names them; for the user ("my project", "am I"), none is the user's own line
       (a remembered note, the user's speaker label, a profile fact about the user);
@@ -304,10 +341,18 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False,
                 asker |= {t for label in _user_labels(lines) - _USER_SPEAKERS for t in tokens(label)}
             if asker and answer_words <= asker:
                 return "answer_is_asker"
+        elif _proper(owner.name) and owner.possessive and _ASKS_NAME.search(question):
+            # "What's Karen's husband called?" → "Karen's husband is Tom." where Tom is the user, who
+            # speaks of himself as "I": the name of the one writing the notes is nobody's relation.
+            asker = {t for label in _user_labels(lines) - _USER_SPEAKERS for t in tokens(label)}
+            capitalised = " ".join(re.findall(r"\b[A-Z][\w\-’']*", answer))
+            named = {_bare(t) for t in tokens(capitalised)} - {_bare(t) for t in tokens(question)}
+            if asker and named and named <= asker:
+                return "answer_is_asker"
     if owner is not None and owner.name and not _WHO.search(question):
         # "Melanie had a setback recently." for "What setback did Caroline face?": the answer says
         # whose it is, and it is someone else's (a "who" question's answer is a person: not checked).
-        subject = re.match(r"\s*([A-Z][\w\-]*)(?:['’]s\b|\s+(?:is|was|has|had|did|does|\w+ed)\b)", answer)
+        subject = re.match(r"\s*([A-Z][\w\-]*)(?:['’]s\b|\s+(?:is|was|has|had|did|does|\w+ed|[a-z]\w+s)\b)", answer)
         other = subject.group(1) if subject else None
         if (other and other.lower() != owner.name.lower() and other in speakers
                 and not re.search(rf"\b{re.escape(owner.name)}\b", answer, re.IGNORECASE)):
@@ -342,6 +387,15 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False,
             if any(line.by_user(users) for line in lines) and not any(users_own(line) for line in holding):
                 return "other_owner"
         elif not (_own_numbers(answer, question) and not owner.possessive):
+            said_by = {id(line): _holding_sentence(_told(line.body) or line.body, answer_words - restated)
+                       for line in holding}
+            own = [line for line in holding if (line.speaker or "").lower() == owner.name.lower()]
+            claimed = [line for line in holding if line.speaker and line not in own and not line.by_user(users)
+                       and _of_speaker(said_by[id(line)])]
+            if own and claimed and not any(_FIRST_PERSON.search(said_by[id(line)]) for line in own):
+                # "Congrats, Gina! That's awesome news about the fashion internship." (Jon) beside Gina's
+                # "I just got accepted for a fashion internship!": the one who says "I" of it has it.
+                return "other_owner"
             for line in holding:
                 if line.header is None:
                     break
@@ -391,6 +445,17 @@ _FREQUENCY = re.compile(
 _ASKS_NAME = re.compile(r"\b(?:who|whom|whose|which|(?:sur|nick|user|first\s|last\s)?name[sd]?|called)\b", re.IGNORECASE)
 
 
+# "What date is the half marathon?" asks for a day: "2026" names none. An answer with a day of the
+# month, a month, a weekday or a day said relatively ("tomorrow") is of the kind asked.
+_ASKS_DATE = re.compile(r"\b(?:what|which)\s+(?:date|day)\b(?!\s+of\s+the\s+week)", re.IGNORECASE)
+_A_DAY = re.compile(
+    r"(?<![\d,.])(?:[12]\d|3[01]|0?[1-9])(?![\d,.:]\d)(?:st|nd|rd|th)?"
+    r"(?!\s*(?:%|years?|days?|weeks?|months?|hours?))\b|"
+    r"\b(?:" + "|".join(m.lower() for m in MONTH_NAMES) + r"|(?:jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?|"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day|today|tomorrow|yesterday|tonight)\b",
+    re.IGNORECASE)
+
+
 def _speakers(context: str) -> set[str]:
     """The speakers the context's line headers name."""
     return {line.speaker for line in (_parse(x) for x in context.splitlines() if x.strip()) if line.speaker}
@@ -398,11 +463,14 @@ def _speakers(context: str) -> set[str]:
 
 def wrong_kind(question: str, answer: str, context: str) -> str | None:
     """Why the answer is not the kind of thing the question asks for, or None: a "how often" reply
-    with no frequency in it ("no_frequency"), or a reply that is only the name of someone in the
-    conversation when the question asks for no person or name ("How has John's artistic skill
+    with no frequency in it ("no_frequency"), a "what date" reply that names no day or month
+    ("no_date": "2026" for "what date is the Dublin half marathon?"), or a reply that is only the
+    name of someone in the conversation when the question asks for no person or name ("How has John's artistic skill
     improved?" answered "Maria!": the vocative a line opens with; "only_a_name")."""
     if _HOW_OFTEN.search(question) and not _FREQUENCY.search(answer):
         return "no_frequency"
+    if _ASKS_DATE.search(question) and not _A_DAY.search(answer):
+        return "no_date"
     words = tokens(answer)
     if words and not _ASKS_NAME.search(question):
         speakers = _speakers(context)

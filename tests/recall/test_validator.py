@@ -107,6 +107,15 @@ def test_an_answer_of_the_wrong_kind_is_rejected() -> None:
     verdict = validate("How has John's fitness improved since the boot camps?", "Maria!", FAMILY, None)
     assert (verdict.grounded, verdict.stage, verdict.reason) == (False, "wrong_kind", "only_a_name")
     assert wrong_kind("Where did John go with his family?", "Maria", FAMILY) == "only_a_name"
+
+
+def test_a_date_question_answered_without_a_day_is_the_wrong_kind() -> None:
+    assert wrong_kind("what date is the Dublin half marathon?", "2026", "") == "no_date"
+    assert wrong_kind("what date is the Dublin half marathon?", "Sunday 25 October 2026", "") is None
+    assert wrong_kind("What date was the party?", "On the 5th.", "") is None
+    assert wrong_kind("what date is the race?", "Sometime in March 2026", "") is None  # a month: the best the notes may give
+    assert wrong_kind("which day is bin day?", "Tuesday", "") is None
+    assert wrong_kind("When is the race?", "2026", "") is None  # "when" may be answered with a year
     # a question asking for a person, or for a name, is answered by one
     assert wrong_kind("Who asked John about his workouts?", "Maria", FAMILY) is None
     assert wrong_kind("Which friend asked John about his workouts?", "Maria", FAMILY) is None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from edgemem.engine import Engine
 from edgemem.recall import pipeline
 from edgemem.recall.pipeline import ABSTAIN
-from edgemem.recall.validator import names_someone, owner_of, ownership, validate
+from edgemem.recall.validator import Owner, names_someone, owner_of, ownership, validate
 from edgemem.runtime.fake import ScriptedLLM
 from recall_fakes import FixedRouter
 
@@ -27,6 +27,30 @@ def test_owner_of_reads_possessives_self_and_speakers() -> None:
     assert mine.name is None and not mine.possessive
     assert owner_of("Why did Caroline get into running?", {"Caroline", "Melanie"}).name == "Caroline"
     assert owner_of("What did Caroline and Melanie buy?", {"Caroline", "Melanie"}) is None
+
+
+def test_owner_of_reads_a_named_subject_who_is_no_speaker() -> None:
+    chat = {"Rafael", "Assistant"}
+    assert owner_of("which gym does Noor go to?", chat) == Owner("Noor", None, False)
+    assert owner_of("how many parkruns has Sinéad done this year?", chat).name == "Sinéad"
+    assert owner_of("What did Dr Amin say about the scan?", chat) is None  # a title and a name: no one person
+    assert owner_of("When did I go to Paris?", chat).name is None  # the user
+    assert owner_of("Is it raining in May?", chat) is None
+
+
+CLIMBING = (
+    "(3 March 2025, Rafael) bouldering at Bloc Valencia tonight, finally sent the green 6a\n"
+    "(3 March 2025, Assistant) Nice work on the 6a!\n"
+    "(9 March 2025, Rafael) Noor started pilates on tuesdays, she loves it"
+)
+
+
+def test_an_answer_about_the_user_does_not_answer_for_someone_they_mention() -> None:
+    assert ownership("which gym does Noor go to?", "Bloc Valencia", CLIMBING) == "other_owner"
+    assert ownership("which gym do I go to?", "Bloc Valencia", CLIMBING) is None
+    assert ownership("what class does Noor take?", "pilates", CLIMBING) is None
+    assert ownership("what does Noor do on tuesdays?", "Bouldering at Bloc.", CLIMBING) == "other_owner"
+    assert ownership("what does Noor do for work?", "Rafael works in Madrid.", CLIMBING) == "other_owner"
 
 
 def test_a_line_about_someone_else_does_not_answer_for_the_owner() -> None:
@@ -331,5 +355,53 @@ def test_the_ownership_check_reads_a_wider_pack_than_the_model(settings, embedde
         monkeypatch.setattr(packer, "CHECK_BUDGET", {})  # the check reads only the model's pack
         out, _ = ask()
         assert out.text == "German"
+    finally:
+        eng.close()
+
+
+SHOES = (
+    "(12 July 2023, Caroline) Love that purple color! For walking or running?\n"
+    "(12 July 2023, Melanie) Thanks, Caroline! These are for running.\n"
+    "(12 July 2023, Caroline) Wow! What got you into running?"
+)
+
+
+def test_a_line_asking_about_the_thing_does_not_hold_it() -> None:
+    # Caroline only asks about running; Melanie's line tells whose shoes are for running.
+    assert ownership("What are the new shoes that Caroline got used for?", "Running", SHOES) == "other_owner"
+    assert ownership("What are the new shoes that Melanie got used for?", "Running", SHOES) is None
+
+
+INTERNSHIP = (
+    "(27 May 2023, Gina) Hey Jon! A lot's happened - I just got accepted for a fashion internship!\n"
+    "(27 May 2023, Jon) Congrats, Gina! That's awesome news about the fashion internship."
+)
+
+
+def test_the_speaker_who_says_i_of_the_thing_has_it() -> None:
+    asked = "What kind of professional experience did {} get accepted for?"
+    assert ownership(asked.format("Jon"), "fashion internship", INTERNSHIP) == "other_owner"
+    assert ownership(asked.format("Gina"), "fashion internship", INTERNSHIP) is None
+
+
+def test_the_users_own_name_is_no_one_elses_relation() -> None:
+    chat = ("(2 May 2025, Tom) Karen's moving to Leeds with her husband in June\n"
+            "(2 May 2025, Assistant) Noted: Karen moves to Leeds in June.")
+    assert ownership("What's Karen's husband called?", "Karen's husband is Tom.", chat) == "answer_is_asker"
+    assert ownership("What's Karen's husband called?", "Dev", chat + "\n(3 May 2025, Tom) Karen's husband Dev is lovely") is None
+
+
+def test_the_users_own_name_for_a_named_persons_relation_is_refused_without_a_retry(settings, embedder) -> None:
+    llm = ScriptedLLM(["Tom", "Timemore grinder"])
+    eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
+    try:
+        for speaker, text in [("Tom", "Karen's moving to Leeds with her husband in June, she got the job"),
+                              ("Assistant", "Noted: Karen moves to Leeds in June for the new job.")]:
+            eng.remember(text, when="2025-05-02T12:00:00", speaker=speaker, process=True)
+        out = pipeline.run(eng.store.conn, "What's Karen's husband called?", llm=llm,
+                           embed=eng.runtime.embed, router=FixedRouter("targeted-extraction"))
+        assert out.text == ABSTAIN
+        assert out.trace["stages"]["validate0"]["reason"] == "answer_is_asker"
+        assert out.trace["owner_refused"] and len(llm.calls) == 1
     finally:
         eng.close()
