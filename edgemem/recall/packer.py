@@ -153,14 +153,20 @@ def _shingles(text: str) -> set[str]:
 
 
 def top_sentences(text: str, question: str, k: int = TOP_SENTENCES) -> str:
-    """The ``k`` sentences sharing most content terms with the question, in their original order
-    (A.3 sentence-level extraction; ties go to the earlier sentence)."""
+    """The ``k`` sentences sharing most content terms with the question, and any tied with the last
+    of them, in their original order (A.3 sentence-level extraction)."""
     sentences = SENTENCE_END.split(text.strip())
     if len(sentences) <= k:
         return text.strip()
     wanted = terms(question)
-    ranked = sorted(range(len(sentences)), key=lambda i: (-len(terms(sentences[i]) & wanted), i))
-    return " ".join(sentences[i] for i in sorted(ranked[:k]))
+    shared = [len(terms(s) & wanted) for s in sentences]
+    ranked = sorted(range(len(sentences)), key=lambda i: (-shared[i], i))
+    # Sentences tied with the k-th are kept too: "managing 14 staff" and "my manager is Bernadette"
+    # share one word each with "what's my manager called in the new job?", and the earlier of a
+    # tie is not the likelier answer.
+    last = shared[ranked[k - 1]]
+    chosen = [i for i in ranked if i in ranked[:k] or (last > 0 and shared[i] == last)]
+    return " ".join(sentences[i] for i in sorted(chosen))
 
 
 def _cap_words(text: str, cap: int | None) -> tuple[str, bool]:

@@ -156,6 +156,14 @@ def test_top2_sentence_extraction_for_precision_tags(small_llm) -> None:
         body = "My sister called about her new job at the bank. She starts at the bank on Monday and is nervous."
         capped = " ".join(body.split()[: WORD_CAP[tag]]) + (" …" if len(body.split()) > WORD_CAP[tag] else "")
         assert packed.text == f"(2 May 2023, Caroline) {capped}"
+    # A sentence tied with the second is kept too: the earlier of a tie is not the likelier answer.
+    line = ("First month in the new job done. managing 14 staff, bit overwhelming. my manager is Bernadette, "
+            "she's great. she brought us all for thai on friday.")
+    assert top_sentences(line, "what's my manager called in the new job?") == (
+        "First month in the new job done. managing 14 staff, bit overwhelming. my manager is Bernadette, she's great."
+    )
+    # no tie at zero: the second sentence is the first of the rest, as before
+    assert top_sentences(line, "where did we go for thai?") == "First month in the new job done. she brought us all for thai on friday."
     # Not a precision tag: the whole chunk.
     packed = pack(question, "conflict-resolution", [raw(1, text)], small_llm.count_tokens, ceiling=2000)
     assert packed.text == f"(2 May 2023, Caroline) {text}"
