@@ -273,7 +273,8 @@ _FUTURE_MARKERS = re.compile(
     r"plan(?:s|ning)?\s+(?:to|on)|hop(?:e|es|ing)\s+to|wants?\s+(?:to|a|an|me|us|him|her|them)|"
     r"can['’]?t\s+wait|cannot\s+wait|"
     r"looking\s+forward|excited\s+(?:to|for)|tomorrow|next|upcoming|soon|scheduled|planned|"
-    r"(?:am|are|is|['’]m|['’]re)\s+(?:going|heading|flying|leaving|off))\b|['’]ll\b)",
+    r"(?:am|are|is|['’]m|['’]re)\s+(?:going|heading|flying|leaving|off|(?:\w+ly\s+)?(?!\w*thing\b|morning\b|evening\b|"
+    r"during\b|spring\b|string\b|bring\b)\w{2,}ing))\b|['’]ll\b)",
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"[.!?\n]")

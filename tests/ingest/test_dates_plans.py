@@ -360,3 +360,15 @@ def test_days_after_a_month_are_in_it_and_a_wish_for_a_thing_is_ahead() -> None:
     said = datetime(2025, 10, 16, 9, 0)
     assert annotate("call went well yesterday, they want a 2 week paid pilot in november", said) == (
         "call went well yesterday [15 October 2025], they want a 2 week paid pilot in november [November 2025]")
+
+
+@pytest.mark.parametrize("text, expected", [
+    # The present progressive with a date is an arrangement: it lies ahead.
+    ("I'm doing the Dublin half in september", "I'm doing the Dublin half in september [September 2026]"),
+    ("we're running it in September", "we're running it in September [September 2026]"),
+    # A nearer past marker still wins, and "nothing" / "morning" are no verbs.
+    ("I'm still sore from the race I ran in September", "I'm still sore from the race I ran in September [September 2025]"),
+    ("there's nothing on in September, it was quiet", "there's nothing on in September [September 2025], it was quiet"),
+])
+def test_the_present_progressive_reads_a_month_ahead(text, expected):
+    assert annotate(text, datetime(2026, 1, 14, 20, 0)) == expected
