@@ -241,6 +241,11 @@ def _told(body: str) -> str:
     return " ".join(x for x in sentences if not x.rstrip().endswith("?"))
 
 
+def _yours(body: str, thing: str) -> bool:
+    """The line calls the thing the listener's: "your son", "your new store"."""
+    return re.search(rf"\byour\s+(?:[\w\-]+\s+)?{re.escape(thing)}", body, re.IGNORECASE) is not None
+
+
 def _holding_sentence(body: str, words: set[str]) -> str:
     """The sentence of a line sharing most of the answer's words (the first of a tie)."""
     sentences = [x for x in re.split(r"(?<=[.!?])\s+", body) if x.strip()] or [body]
@@ -400,8 +405,10 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False,
                 if line.header is None:
                     break
                 said = _holding_sentence(line.body, answer_words - restated)
-                if (line.speaker or "").lower() == owner.name.lower() and _to_listener(said):
-                    continue  # the owner telling the listener about the listener: "Great that you're ..."
+                if (line.speaker or "").lower() == owner.name.lower() and (
+                        _to_listener(said) or (owner.thing and _yours(line.body, owner.thing))):
+                    continue  # the owner telling the listener about the listener: "Great that you're ...",
+                    # "Thank goodness your son's okay." (said by Caroline: the son is the listener's)
                 if _names(line, owner.name):
                     break
                 if line.header.strip().lower() == "computed" and not _QUOTED_HEADER.search(line.body):

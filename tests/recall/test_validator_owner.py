@@ -405,3 +405,10 @@ def test_the_users_own_name_for_a_named_persons_relation_is_refused_without_a_re
         assert out.trace["owner_refused"] and len(llm.calls) == 1
     finally:
         eng.close()
+
+
+def test_the_owner_calling_the_thing_the_listeners_does_not_give_it_to_the_owner() -> None:
+    trip = ("(20 October 2023, Melanie) Roadtrip was wild, my son got into an accident but he's fine.\n"
+            "(20 October 2023, Caroline) Oops, sorry 'bout the accident! Thank goodness your son's okay.")
+    assert ownership("What happened to Caroline's son on their road trip?", "An accident", trip) == "other_owner"
+    assert ownership("What happened to Melanie's son on their road trip?", "An accident", trip) is None
