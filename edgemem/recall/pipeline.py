@@ -223,12 +223,15 @@ def run(
         wide = packer.check_budget(tag) if notes_budget is None else None
         owners = packed.text if wide is None else packer.pack(
             question, tag, gathered.items, count, ceiling=ceiling, tier2_budget=wide).text
+        # A question whose best lines are all someone else's: its answer must come from a line about
+        # the person it names (LoCoMo's adversarial questions ask one speaker what the other did).
+        premise = not digest and validator.unheld_premise(question, owners)
         verdict = validator.validate(question, text, packed.text, llm, prefix=drafted.messages if drafted else None,
-                                     owner_strict=owner_strict, digest=digest, owner_context=owners,
+                                     owner_strict=owner_strict or premise, digest=digest, owner_context=owners,
                                      ruled=drafted is not None and drafted.rule is not None)
         stages[f"validate{attempt}"] = {"ms": _ms(t), "stage": verdict.stage, "grounded": verdict.grounded,
                                         "tokens": verdict.tokens, "judge": verdict.judge, "reason": verdict.reason,
-                                        "cached_tokens": verdict.cached_tokens}
+                                        "cached_tokens": verdict.cached_tokens, "premise_unheld": premise}
         if verdict.grounded:
             cited, trace["cite_reason"] = answer_agent.citations(conn, question, text, used, drafted)
             trace.update(verdict=verdict.stage, escalated=attempt == 1, final_tag=tag, cited=cited)
@@ -245,7 +248,7 @@ def run(
             trace["owner_refused"] = True
             break
         if attempt == 0:
-            owner_strict = verdict.reason == "other_owner"
+            owner_strict = verdict.reason == "other_owner" or premise
             tag = ESCALATION[tag]
             trace["escalated_to"] = tag
             _report(on_stage, "retry", tag=tag)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from edgemem.engine import Engine
 from edgemem.recall import pipeline
 from edgemem.recall.pipeline import ABSTAIN
-from edgemem.recall.validator import Owner, names_someone, owner_of, ownership, validate
+from edgemem.recall.validator import Owner, names_someone, owner_of, ownership, unheld_premise, validate
 from edgemem.runtime.fake import ScriptedLLM
 from recall_fakes import FixedRouter
 
@@ -412,3 +412,34 @@ def test_the_owner_calling_the_thing_the_listeners_does_not_give_it_to_the_owner
             "(20 October 2023, Caroline) Oops, sorry 'bout the accident! Thank goodness your son's okay.")
     assert ownership("What happened to Caroline's son on their road trip?", "An accident", trip) == "other_owner"
     assert ownership("What happened to Melanie's son on their road trip?", "An accident", trip) is None
+
+
+CHARITY = (
+    "(25 May 2023, Melanie) I ran a charity race for mental health last Saturday, it was so rewarding.\n"
+    "(25 May 2023, Caroline) That's amazing, Mel! I went to a support group meeting yesterday.\n"
+    "(25 May 2023, Melanie) The race made me realize self-care really matters."
+)
+
+
+def test_a_question_whose_best_lines_are_someone_elses_has_an_unheld_premise() -> None:
+    assert unheld_premise("What did Caroline realize after her charity race?", CHARITY)
+    assert not unheld_premise("What did Melanie realize after her charity race?", CHARITY)
+    assert not unheld_premise("What did Caroline go to yesterday?", CHARITY)  # one word shared: no judgement
+    assert not unheld_premise("What did I realize after the charity race?", CHARITY)  # not a speaker named
+
+
+def test_an_answer_to_an_unheld_premise_must_come_from_the_owners_line(settings, embedder) -> None:
+    llm = ScriptedLLM(["She learned to look after herself", "She learned to look after herself"])
+    eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
+    try:
+        for line in CHARITY.splitlines():
+            speaker, text = line.split(") ", 1)[0].split(", ")[-1], line.split(") ", 1)[1]
+            eng.remember(text, when="2023-05-25T12:00:00", speaker=speaker, process=True)
+        out = pipeline.run(eng.store.conn, "What did Caroline realize after her charity race?", llm=llm,
+                           embed=eng.runtime.embed, router=FixedRouter("targeted-extraction"))
+        assert out.text == ABSTAIN
+        stages = out.trace["stages"]
+        assert stages["validate0"]["premise_unheld"] and stages["validate0"]["reason"] == "unheld"
+        assert stages["validate1"]["reason"] == "unheld"  # the retry is held to the same
+    finally:
+        eng.close()
