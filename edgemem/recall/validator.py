@@ -472,8 +472,9 @@ def wrong_kind(question: str, answer: str, context: str) -> str | None:
     """Why the answer is not the kind of thing the question asks for, or None: a "how often" reply
     with no frequency in it ("no_frequency"), a "what date" reply that names no day or month
     ("no_date": "2026" for "what date is the Dublin half marathon?"), or a reply that is only the
-    name of someone in the conversation when the question asks for no person or name ("How has John's artistic skill
-    improved?" answered "Maria!": the vocative a line opens with; "only_a_name")."""
+    name of someone in the conversation when the question asks for no person or name ("How has
+    John's artistic skill improved?" answered "Maria!": the vocative a line opens with;
+    "only_a_name")."""
     if _HOW_OFTEN.search(question) and not _FREQUENCY.search(answer):
         return "no_frequency"
     if _ASKS_DATE.search(question) and not _A_DAY.search(answer):
@@ -491,7 +492,8 @@ def wrong_kind(question: str, answer: str, context: str) -> str | None:
 # share. LoCoMo tune (conv-26/30/41), model-free, with the packed check context: refusing in the strict
 # form (the answer must be held by a line about the person asked about) when the question's best
 # lines are someone else's flagged 54 -> 71 of the 112 adversarial answers and 7 -> 9 of the 385
-# gold answers at 2 words, 54 -> 64 and 7 -> 7 at 3 (docs/measurements.md).
+# gold answers at 2 words, 54 -> 64 and 7 -> 7 at 3. In the 150-question answered run it changed no
+# score: the model and the other checks already abstained where it fired (docs/measurements.md).
 PREMISE_WORDS = 2
 _QUESTION_WORDS = terms("what when where why how who whom which did does do is was were has have had kind type name")
 
