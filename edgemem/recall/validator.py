@@ -150,9 +150,11 @@ class Owner:
 # many parkruns has Sinéad done?"): a capitalised one there names whom the question is about.
 _SUBJECT = re.compile(r"\b(?:does|did|do|is|was|are|were|has|have|had|will|would|can|could)\s+"
                       r"((?-i:[A-Z])[^\W\d_][\w'’\-]*)(?![\w'’]*\s+(?-i:[A-Z]))", re.IGNORECASE)
+_CALENDAR_WORDS = frozenset(
+    [m.lower() for m in MONTH_NAMES] + "monday tuesday wednesday thursday friday saturday sunday".split()
+)
 _NOT_A_SUBJECT = frozenset({"i", "it", "he", "she", "they", "we", "you", "there", "this", "that", "the", "a", "an"}
-                           | {m.lower() for m in MONTH_NAMES}
-                           | set("monday tuesday wednesday thursday friday saturday sunday".split()))
+                           | _CALENDAR_WORDS)
 
 
 def owner_of(question: str, speakers: set[str] = frozenset()) -> Owner | None:
@@ -546,9 +548,6 @@ def invented_name(answer: str, context: str) -> str | None:
     return None
 
 
-_CALENDAR_WORDS = frozenset(
-    [m.lower() for m in MONTH_NAMES] + "monday tuesday wednesday thursday friday saturday sunday".split()
-)
 
 
 def extractive(answer: str, context: str) -> str | None:

@@ -19,6 +19,13 @@ USER_NOTES = (
 )
 
 
+def _remember(eng: Engine, context: str, when: str) -> None:
+    """Store each "(date, Speaker) text" line of a context as that speaker's turn."""
+    for line in context.splitlines():
+        header, text = line.split(") ", 1)
+        eng.remember(text, when=when, speaker=header.split(", ")[-1], process=True)
+
+
 def test_owner_of_reads_possessives_self_and_speakers() -> None:
     assert owner_of("What is the name of Biscuit's vet?").name == "Biscuit"
     assert owner_of("What is the name of Biscuit's vet?").thing == "vet"
@@ -36,6 +43,8 @@ def test_owner_of_reads_a_named_subject_who_is_no_speaker() -> None:
     assert owner_of("What did Dr Amin say about the scan?", chat) is None  # a title and a name: no one person
     assert owner_of("When did I go to Paris?", chat).name is None  # the user
     assert owner_of("Is it raining in May?", chat) is None
+    # a speaker whose name the subject begins is that speaker
+    assert owner_of("What do Mel and her kids paint together?", {"Melanie", "Caroline"}).name == "Melanie"
 
 
 CLIMBING = (
@@ -146,9 +155,7 @@ def test_an_answer_given_to_someone_other_than_the_person_asked_about_is_refused
     llm = ScriptedLLM(["Tampa", "She drove down the coast to a sunny city"])
     eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
     try:
-        for line in CONVERSATION.splitlines():
-            speaker, text = line.split(") ", 1)[0].split(", ")[-1], line.split(") ", 1)[1]
-            eng.remember(text, when="2023-05-08T12:00:00", speaker=speaker, process=True)
+        _remember(eng, CONVERSATION, "2023-05-08T12:00:00")
         out = pipeline.run(eng.store.conn, "Where did Joanna go for a road trip for research?", llm=llm,
                            embed=eng.runtime.embed, router=FixedRouter("targeted-extraction"))
         assert out.text == ABSTAIN and out.note_ids == []
@@ -432,9 +439,7 @@ def test_an_answer_to_an_unheld_premise_must_come_from_the_owners_line(settings,
     llm = ScriptedLLM(["She learned to look after herself", "She learned to look after herself"])
     eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
     try:
-        for line in CHARITY.splitlines():
-            speaker, text = line.split(") ", 1)[0].split(", ")[-1], line.split(") ", 1)[1]
-            eng.remember(text, when="2023-05-25T12:00:00", speaker=speaker, process=True)
+        _remember(eng, CHARITY, "2023-05-25T12:00:00")
         out = pipeline.run(eng.store.conn, "What did Caroline realize after her charity race?", llm=llm,
                            embed=eng.runtime.embed, router=FixedRouter("targeted-extraction"))
         assert out.text == ABSTAIN
