@@ -277,6 +277,9 @@ _FUTURE_MARKERS = re.compile(
     r"during\b|spring\b|string\b|bring\b)\w{2,}ing))\b|['’]ll\b)",
     re.IGNORECASE,
 )
+# A present "be" with "now" states what a plan is after a change ("the school shifted it, it's now 16 to
+# 20 october"): the past verb before it changed the plan, the date is the plan's (no tense: nearest).
+_NOW_MARKER = re.compile(r"\b(?:is|are|am|['’]s|['’]re)\s+now\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?\n]")
 # Where a tense stops: a sentence's end, or a spaced dash ("Madrid on 14 March — noted."): what
 # follows it is a remark about the line, not the verb of its date.
@@ -307,8 +310,8 @@ def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
     left = max([left] + [m.end() for m in _LABEL_COLON.finditer(ctx.text, left, begin)])
     right_match = _TENSE_END.search(ctx.text, stop)
     right = right_match.start() if right_match else len(ctx.text)
-    best: tuple[int, str] | None = None
-    for tense, pattern in (("past", _PAST_MARKERS), ("future", _FUTURE_MARKERS)):
+    best: tuple[int, Optional[str]] | None = None
+    for tense, pattern in (("past", _PAST_MARKERS), ("future", _FUTURE_MARKERS), (None, _NOW_MARKER)):
         for m in pattern.finditer(ctx.text, left, right):
             if m.start() < stop and m.end() > begin:
                 continue  # part of the phrase itself

@@ -372,3 +372,16 @@ def test_days_after_a_month_are_in_it_and_a_wish_for_a_thing_is_ahead() -> None:
 ])
 def test_the_present_progressive_reads_a_month_ahead(text, expected):
     assert annotate(text, datetime(2026, 1, 14, 20, 0)) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    # "is now" states the plan after the change the past verb made: the nearest occurrence.
+    ("the trip moved, the school shifted it, it's now 16 to 20 october",
+     "the trip moved, the school shifted it, it's now 16 to 20 october [16–20 October 2025]"),
+    ("they changed it, the party is now on 12 October", "they changed it, the party is now on 12 October [12 October 2025]"),
+    # Without "now" the nearest past verb still reads the date as gone by.
+    ("the school shifted it to the spring, we went 16 to 20 october",
+     "the school shifted it to the spring, we went 16 to 20 october [16–20 October 2024]"),
+])
+def test_is_now_reads_a_changed_plan_at_its_nearest_date(text, expected):
+    assert annotate(text, datetime(2025, 10, 2, 20, 0)) == expected
