@@ -51,8 +51,9 @@ from typing import Any
 
 import numpy as np
 
-from edgemem import prompts
+from edgemem import linear, prompts
 from edgemem.errors import BadInput, ContextTooLong, SchemaError
+from edgemem.linear import Classifier
 from edgemem.text import STOPWORDS
 
 log = logging.getLogger(__name__)
@@ -98,8 +99,6 @@ CV_FOLDS = 10
 EXAMPLES_RESOURCE = "data/router_examples.jsonl"
 CLASSIFIER_RESOURCE = "data/router_classifier.npz"
 # Texts whose embeddings the classifier file stores: the check that the embedder is the same model.
-PROBE_TEXTS: tuple[str, ...] = ("When did I last see the dentist?", "Suggest a gift for my sister.")
-PROBE_MIN_COSINE = 0.999
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 
@@ -379,57 +378,9 @@ def features(embed: Embed, questions: Sequence[str]) -> np.ndarray:
     return np.hstack([vectors[: len(questions)], vectors[len(questions):], lexical])
 
 
-def _softmax(z: np.ndarray) -> np.ndarray:
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
-
-
-@dataclass(frozen=True)
-class Classifier:
-    """Multinomial logistic regression on standardised features: ``weights`` row ``d`` is the bias."""
-
-    mean: np.ndarray  # (d,)
-    scale: np.ndarray  # (d,)
-    weights: np.ndarray  # (d + 1, len(TAGS))
-
-    def probabilities(self, x: np.ndarray) -> np.ndarray:
-        """(n, len(TAGS)) class probabilities of feature rows ``x`` (n, d)."""
-        z = (np.atleast_2d(x) - self.mean) / self.scale
-        return _softmax(z @ self.weights[:-1] + self.weights[-1])
-
-
 def train(x: np.ndarray, labels: np.ndarray, *, l2: float = L2, iterations: int = TRAIN_ITERATIONS) -> Classifier:
-    """Fit the classifier to feature rows ``x`` and tag indexes ``labels``; deterministic.
-
-    Minimises mean cross-entropy + ``l2``/2 · ||W||² (bias unpenalised) by Nesterov-accelerated
-    gradient descent from zero weights with step 1/L, L bounding the loss's curvature (half the
-    largest eigenvalue of ZᵀZ/n, found by power iteration from a fixed vector, plus l2).
-    """
-    x = np.asarray(x, dtype=np.float64)
-    n, d = x.shape
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale < 1e-9] = 1.0  # a constant column (a lexical feature no example has) stays 0
-    z = np.hstack([(x - mean) / scale, np.ones((n, 1))])
-    targets = np.eye(len(TAGS))[labels]
-    v = np.full(d + 1, 1 / np.sqrt(d + 1))
-    for _ in range(30):
-        v = z.T @ (z @ v)
-        v /= np.linalg.norm(v)
-    step = 1 / (0.5 * float(np.linalg.norm(z.T @ (z @ v))) / n + l2)
-    penalty = np.ones((d + 1, 1))
-    penalty[-1] = 0.0
-    w = np.zeros((d + 1, len(TAGS)))
-    look = w.copy()
-    t = 1.0
-    for _ in range(iterations):
-        gradient = z.T @ (_softmax(z @ look) - targets) / n + l2 * penalty * look
-        w_next = look - step * gradient
-        t_next = (1 + np.sqrt(1 + 4 * t * t)) / 2
-        look = w_next + (t - 1) / t_next * (w_next - w)
-        w, t = w_next, t_next
-    return Classifier(mean, scale, w)
+    """Fit the router's classifier to feature rows ``x`` and tag indexes ``labels`` (see :func:`edgemem.linear.train`)."""
+    return linear.train(x, labels, len(TAGS), l2=l2, iterations=iterations)
 
 
 def stratified_folds(labels: np.ndarray, folds: int = CV_FOLDS) -> np.ndarray:
@@ -564,8 +515,7 @@ class Router:
             or tuple(stored["tags"].tolist()) != TAGS
         ):
             return None
-        probes = np.asarray(self._embed(list(PROBE_TEXTS)), dtype=np.float64)
-        if probes.shape != stored["probes"].shape or np.min(np.sum(probes * stored["probes"], axis=1)) < PROBE_MIN_COSINE:
+        if not linear.same_embedder(self._embed, stored["probes"]):
             log.info("router classifier file was trained with another embedder; training from the examples")
             return None
         return Classifier(*(stored[key].astype(np.float64) for key in ("mean", "scale", "weights")))
@@ -655,7 +605,7 @@ def rebuild(embed: Any, path: str | Path | None = None, *, extra: Sequence[tuple
     labels = np.array([TAGS.index(tag) for _, tag in trained_on])
     classifier = train(features(fn, [q for q, _ in trained_on]), labels)
     target = Path(path) if path is not None else Path(__file__).with_name("data") / Path(CLASSIFIER_RESOURCE).name
-    save_classifier(target, classifier, examples, np.asarray(fn(list(PROBE_TEXTS))), extra, extra_source)
+    save_classifier(target, classifier, examples, linear.probes(fn), extra, extra_source)
     _stored.cache_clear()
     return {"path": str(target), "examples": len(examples), "sha256": examples_digest(examples),
             "extra": len(extra), "extra_source": extra_source}

@@ -37,7 +37,7 @@ ROOT = "(root)"  # the package's own __init__: __version__
 LAYERS: dict[str, int] = {
     # base layers: no edgemem imports beyond errors; every layer may use them
     ROOT: 0, "errors": 0, "display": 0,
-    "config": 1, "text": 1, "prompts": 1,
+    "config": 1, "text": 1, "prompts": 1, "linear": 1,
     "runtime": 2,  # the models (LLM, embedder, scheduler): config and errors only
     # the stack of DESIGN.md
     "store": 3,

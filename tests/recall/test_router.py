@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgemem import prompts
+from edgemem import linear, prompts
 from edgemem.errors import BadInput
 from edgemem.eval import router_eval
 from edgemem.eval.metrics import ROUTE_TAGS
@@ -249,7 +249,7 @@ def test_package_router_embeds_only_the_probes_and_the_question(embedder) -> Non
     r.route("What sports does my nephew play?")
     r.route("Where did Ines buy her wedding dress?")
     # the probe check once, then the question and its frame per routed question
-    assert calls == [len(router_module.PROBE_TEXTS), 2, 2]
+    assert calls == [len(linear.PROBE_TEXTS), 2, 2]
     assert r.trained == "package"
 
 
