@@ -21,9 +21,13 @@ from edgemem.display import size as shown_size
 from edgemem.errors import BadInput
 
 __all__ = [
-    "STOPWORDS", "MONTH_NAMES", "tokens", "extract_keywords", "extract_entities", "day_label", "iso_day_label",
+    "ASSISTANT_SPEAKERS", "STOPWORDS", "MONTH_NAMES", "tokens", "extract_keywords", "extract_entities", "day_label", "iso_day_label",
     "check_text",
 ]
+
+# A chat with an assistant (an imported ChatGPT history, a transcript with "Assistant:" turns): these
+# speakers are the assistant, and the chat's other speaker is the user, whatever name it is given.
+ASSISTANT_SPEAKERS = frozenset({"assistant", "edgemem", "ai", "bot", "chatbot", "chatgpt", "model", "system"})
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are aren't as at be because been before being

@@ -28,13 +28,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from edgemem import prompts
 from edgemem.errors import ContextTooLong, SchemaError
 from edgemem.ingest.notes import NoteDraft
+from edgemem.ingest.profile_filter import THRESHOLD as FILTER_THRESHOLD
+from edgemem.ingest.profile_filter import ProfileFilter
 from edgemem.ingest.worker import WriteContext
 from edgemem.store import ops
 from edgemem.store import profile as store
-from edgemem.text import STOPWORDS, iso_day_label, tokens
+from edgemem.text import ASSISTANT_SPEAKERS, STOPWORDS, iso_day_label, tokens
 
 log = logging.getLogger(__name__)
 
@@ -231,8 +235,26 @@ class ProfileStep:
 
     name = "profile"
 
+    def __init__(self) -> None:
+        self._filter: ProfileFilter | None = None
+
+    def worth_asking(self, ctx: WriteContext, draft: NoteDraft) -> bool:
+        """Stage 1: a cue matches, or the learned filter (:mod:`edgemem.ingest.profile_filter`) finds a
+        lasting fact in the note or one of its sentences. An assistant's line is never asked about:
+        it restates what the user said ("Noted — Dara's coeliac"), under another subject."""
+        if (draft.speaker or "").casefold() in ASSISTANT_SPEAKERS:
+            return False
+        if cues(draft.content):
+            return True
+        if self._filter is None:
+            self._filter = ProfileFilter(ctx.embed)
+        rows = [draft.embedding if draft.embedding is not None else ctx.embed([draft.embed_text])[0]]
+        if draft.sentence_vectors is not None:
+            rows.extend(draft.sentence_vectors)
+        return self._filter.probability(np.asarray(rows)) >= FILTER_THRESHOLD
+
     def plan(self, ctx: WriteContext, draft: NoteDraft) -> ProfilePlan:
-        if not cues(draft.content):
+        if not self.worth_asking(ctx, draft):
             ctx.count("profile_skipped")
             return ProfilePlan(ctx=ctx)
         if ctx.llm is None:

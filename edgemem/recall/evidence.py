@@ -15,7 +15,7 @@ from datetime import date, datetime
 
 from nltk.stem import PorterStemmer
 
-from edgemem.text import STOPWORDS, day_label, tokens
+from edgemem.text import ASSISTANT_SPEAKERS, STOPWORDS, day_label, tokens
 
 __all__ = ["profile_line", "profile_value", "ANNOTATION", "ASSISTANT_SPEAKERS", "Evidence", "KINDS", "NOW_TERMS", "TIME_FRAME_TERMS", "parse_iso_day", "terms", "jaccard", "answer_terms", "line_terms", "supporting"]
 
@@ -140,11 +140,6 @@ TIME_FRAME_TERMS = terms(
 )
 # Words that ask "as of now" rather than name the subject ("Is pottery still on Wednesdays?").
 NOW_TERMS = terms("still now these days currently current latest anymore nowadays today right")
-
-
-# A chat with an assistant (an imported ChatGPT history, a transcript with "Assistant:" turns): these
-# speakers are the assistant, and the chat's other speaker is the user, whatever name it is given.
-ASSISTANT_SPEAKERS = frozenset({"assistant", "edgemem", "ai", "bot", "chatbot", "chatgpt", "model", "system"})
 
 
 def jaccard(a: set[str], b: set[str]) -> float:
