@@ -175,13 +175,16 @@ def _value_words(text: str) -> set[str]:
 
 
 def grounded(fact_value: str, text: str) -> bool:
-    """Some word of the value occurs in the note: a number or a short word as written, a longer word
-    allowing inflections by its first four letters ("loves" for "love"). The key does not ground a
-    value: with real attribute names the model filled a third fact with "necklace: none" beside a
-    note about a necklace."""
+    """At least half the words of the value occur in the note: a number or a short word as written, a
+    longer word allowing inflections by its first four letters ("loves" for "love"). The key does not
+    ground a value: with real attribute names the model filled a third fact with "necklace: none"
+    beside a note about a necklace. One word in common was once enough, and the prompt's own example
+    came back as a fact ("never book meetings before 10am" from "no meetings before 10 on mondays")."""
     have = _value_words(text)
     stems = {w[:4] for w in have if len(w) >= 4}
-    return any(w in have or (len(w) >= 4 and w[:4] in stems) for w in _value_words(fact_value))
+    words = _value_words(fact_value)
+    found = sum(w in have or (len(w) >= 4 and w[:4] in stems) for w in words)
+    return found > 0 and 2 * found >= len(words)
 
 
 def facts_from_reply(value: dict, subject: str, text: str, on_drop: Callable[[str], None] = lambda reason: None) -> list[Fact]:

@@ -94,6 +94,9 @@ def test_grounding_needs_a_word_of_the_value_in_the_note():
     assert not grounded("loves skiing", "I'm single again.")
     assert not grounded("none", "I love this necklace, it's from my grandma.")  # the key (necklace) grounds nothing
     assert not grounded("33", "I'm 32 now.") and not grounded("yes", "Yes, I love it.")
+    # Half the value's words: the prompt's example echoed over a note that shares two of its five.
+    assert grounded("no meetings before 10am", "no meetings before 10 on mondays")
+    assert not grounded("never book meetings before 10am", "no meetings before 10 on mondays")
 
 
 # -- extraction and supersede --------------------------------------------------------------------------
