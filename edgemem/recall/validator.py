@@ -168,7 +168,7 @@ def owner_of(question: str, speakers: set[str] = frozenset()) -> Owner | None:
     ("does Dr Amin", "is Casa Azahar") is not taken: a title or a place, not one person's name."""
     whose = bool(_WHOSE.search(question))
     owners = [(m.group(1), m.group(2).split()[-1]) for m in _POSSESSIVE.finditer(question)
-              if m.group(1).lower() not in _CONTRACTED]
+              if m.group(1).lower() not in _CONTRACTED and not _a_place(question, m)]
     names = {o for o, _ in owners}
     if len(names) == 1:
         name, thing = owners[0]
@@ -192,6 +192,18 @@ def owner_of(question: str, speakers: set[str] = frozenset()) -> Owner | None:
         known = [n for n in speakers if n.lower().startswith(name.lower())]
         return Owner(known[0] if len(known) == 1 else name, None, False, whose)
     return None
+
+
+_TO_A_PLACE = frozenset("at to from round near by".split())
+
+
+def _a_place(question: str, m: re.Match) -> bool:
+    """"staying at mum's over christmas", "back to Dave's for the match": a possessive after a
+    preposition of place with no noun after it is someone's home, where the asker was; it names no
+    owner of what is asked."""
+    before = question[: m.start()].split()
+    after = m.group(2).split()[0].lower()
+    return bool(before) and before[-1].lower() in _TO_A_PLACE and (after in STOPWORDS or after in _CALENDAR_WORDS)
 
 
 def _proper(name: str | None) -> bool:

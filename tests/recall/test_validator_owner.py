@@ -47,6 +47,15 @@ def test_owner_of_reads_a_named_subject_who_is_no_speaker() -> None:
     assert owner_of("What do Mel and her kids paint together?", {"Melanie", "Caroline"}).name == "Melanie"
 
 
+def test_someones_home_names_no_owner() -> None:
+    # "at mum's", "back to Dave's": a home after a preposition, no noun after the possessive
+    assert owner_of("how many nights did we end up staying at mum's over christmas?", {"Lena", "Assistant"}) is None
+    assert owner_of("who was at Sue's on Friday?") is None
+    assert owner_of("when did we go back to Dave's for the match?") is None
+    # a noun after it is Dave's thing
+    assert owner_of("what did I bring to Dave's party?") == Owner("Dave", "party", True)
+
+
 CLIMBING = (
     "(3 March 2025, Rafael) bouldering at Bloc Valencia tonight, finally sent the green 6a\n"
     "(3 March 2025, Assistant) Nice work on the 6a!\n"
