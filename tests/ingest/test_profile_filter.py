@@ -23,8 +23,8 @@ DAY = "2025-03-04T21:10:00"
 # text, without the cue patterns' words; and lines that state nothing lasting.
 LASTING = [
     "fyi I'm coeliac, so anything you suggest has to be gluten free",
-    "Ciara is mad into bouldering and natural wine, in case I ask about gifts",
-    "standing rule: no work calls after 7pm",
+    "my sister Ciara is really into bouldering and natural wine",
+    "rule for you: no work calls after 7pm, ever",
     "ok the kids are finally asleep. oh and Dan's lactose intolerant so no cheese sauces when he's eating",
 ]
 PASSING = [
