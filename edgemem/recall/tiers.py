@@ -56,17 +56,36 @@ class Gathered:
     unheld: str | None = None  # why Tier 3 found the notes cannot answer it (the pipeline abstains)
 
 
-def profile_evidence(conn: Any, question: str | None = None) -> list[Evidence]:
-    """Current profile facts (all of them, or those sharing a term with the question)."""
+# The most profile facts one question is given. Pinned facts are never cut by the packer, and a
+# profile grows for as long as the user talks: a year of chat compiles hundreds of facts, which
+# would fill the context (or overflow it) before any note. A suggestion gets the facts closest to
+# it in meaning ("what should I cook tonight?": the diets and the dislikes, not the dentist); any
+# other question the few that share a word with it, closest first.
+PROFILE_FACTS = {"profile-injection": 12, "other": 6}
+
+
+def profile_evidence(conn: Any, question: str | None = None, *, embed: Callable | None = None,
+                     related: bool = True, limit: int | None = None) -> list[Evidence]:
+    """Current profile facts: with a question, those sharing a term with it (all of them when not
+    ``related``); at most ``limit``, the closest to the question by embedding when ``embed`` is
+    given (else the newest), in the profile's order."""
     facts = profile_store.current(conn)
-    wanted = terms(question) - TIME_FRAME_TERMS if question else None
+    wanted = terms(question) - TIME_FRAME_TERMS if question and related else None
     out = []
     for fact in facts:
         line = profile_line(fact.subject, fact.attribute, fact.value, fact.kind)
         if wanted is not None and not (terms(line) & wanted):
             continue
         out.append(Evidence(-(PROFILE_ID_BASE + fact.id), line, fact.valid_from, kind="profile"))
-    return out
+    if limit is None or len(out) <= limit:
+        return out
+    if embed is not None and question:
+        vectors = np.asarray(embed([question] + [e.text for e in out]), dtype=np.float64)
+        closeness = vectors[1:] @ vectors[0]
+    else:
+        closeness = np.array([e.event_time for e in out]).argsort().argsort().astype(np.float64)
+    keep = set(np.argsort(-closeness, kind="stable")[:limit].tolist())
+    return [e for i, e in enumerate(out) if i in keep]
 
 
 def to_evidence(conn: Any, hits: list[Hit]) -> list[Evidence]:
@@ -145,7 +164,8 @@ def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | No
     ago" / "since" questions against it. ``asked_days``: the spans the question's own dates name."""
     tier = TIER[tag]
     if tier == 1:
-        return Gathered(tag, 1, profile_evidence(conn))
+        return Gathered(tag, 1, profile_evidence(conn, question, embed=embed, related=False,
+                                                 limit=PROFILE_FACTS["profile-injection"]))
     query = content_query(question, notes.speaker_names(conn))
     vector = embed([query])[0]
     if tier == 2:
@@ -162,7 +182,7 @@ def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | No
             evidence += to_evidence(conn, [Hit(n, 0.0) for n in missing])
     prepared = preprocess.prepare(tag, question, evidence, reference=reference, supersedes=supersedes,
                                   asked_days=asked_days)
-    pinned = profile_evidence(conn, question)
+    pinned = profile_evidence(conn, question, embed=embed, limit=PROFILE_FACTS["other"])
     info["pinned"] = len(pinned)
     return Gathered(tag, tier, pinned + prepared.items(), [h.note_id for h in hits], info, prepared.computed,
                     prepared.direct, prepared.unheld)

@@ -178,6 +178,34 @@ def test_profile_facts_are_pinned_by_what_is_asked_not_by_its_time_frame(setting
         eng.close()
 
 
+def test_a_suggestion_gets_the_profile_facts_closest_to_it_and_no_more(settings, embedder) -> None:
+    from edgemem.store import profile as profile_store
+    from recall_fakes import remembered
+
+    eng, _, ids = remembered(settings, embedder, [("2025-02-03T09:00:00", "Notes about me.")])
+    facts = [("diet", "pescatarian, no meat"), ("allergy", "allergic to penicillin"), ("dentist", "Dr Nolan at Glasnevin"),
+             ("car", "drives a Kia Niro"), ("dislikes", "hates coriander"), ("job", "cardiac nurse manager"),
+             ("partner_diet", "Dara is coeliac, gluten free"), ("gym", "Bloc Valencia bouldering")]
+    try:
+        with eng.store.transaction() as conn:
+            for key, value in facts:
+                profile_store.upsert(conn, f"lena/identity/{key}", value, valid_from="2025-02-03T09:00:00",
+                                     note_id=ids["Notes about me."])
+        conn = eng.store.conn
+        question = "What should I cook for dinner tonight?"
+        every = tiers.profile_evidence(conn, question, related=False)
+        assert len(every) == len(facts)
+        closest = tiers.profile_evidence(conn, question, embed=embedder.embed, related=False, limit=3)
+        assert [e.text for e in closest] == [
+            "lena — diet: pescatarian, no meat (identity)", "lena — dislikes: hates coriander (identity)",
+            "lena — partner diet: Dara is coeliac, gluten free (identity)"]
+        # Tier 1 packs at most PROFILE_FACTS of them
+        gathered = tiers.gather(conn, "profile-injection", question, embedder.embed)
+        assert len(gathered.items) == min(len(facts), tiers.PROFILE_FACTS["profile-injection"])
+    finally:
+        eng.close()
+
+
 # --- the sentence pathway ---------------------------------------------------------------------------
 LONG = [
     ("Maria", "The shelter fundraiser ran late and the kitchen flooded twice. We counted the donations, stacked the"
