@@ -180,8 +180,11 @@ def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | No
         missing = [new for new in dict.fromkeys(supersedes.values()) if new not in {e.note_id for e in evidence}]
         if missing:  # the newer fact must be in view for the recency filter to prefer it
             evidence += to_evidence(conn, [Hit(n, 0.0) for n in missing])
+    similar = None
+    if tag == "broad-summarization":  # an overview's lines about its subject in other words
+        similar = {i: float(v @ vector) for i, v in notes.vectors(conn, [e.note_id for e in evidence]).items()}
     prepared = preprocess.prepare(tag, question, evidence, reference=reference, supersedes=supersedes,
-                                  asked_days=asked_days)
+                                  asked_days=asked_days, similar=similar)
     pinned = profile_evidence(conn, question, embed=embed, limit=PROFILE_FACTS["other"])
     info["pinned"] = len(pinned)
     return Gathered(tag, tier, pinned + prepared.items(), [h.note_id for h in hits], info, prepared.computed,

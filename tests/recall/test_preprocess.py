@@ -8,6 +8,7 @@ import pytest
 
 from edgemem.recall.evidence import Evidence, jaccard, terms
 from edgemem.recall.preprocess import (
+    ABOUT_COSINE,
     anchors,
     chronological,
     digest,
@@ -439,6 +440,22 @@ def test_an_overview_question_is_answered_by_the_dated_lines_about_its_subject()
                     "- 21 April 2026: Josh has a tournament in Weston on Sunday 10 May [10 May 2026]. I'll be there obviously\n"
                     "- 21 April 2026: next bloods with Janet are in May [May 2026]")
     assert cited == [5, 7]
+
+
+def test_an_overview_takes_lines_about_its_subject_in_other_words_by_their_vectors() -> None:
+    lines = [
+        Evidence(1, "tweaked my knee bouldering, physio is Laura on tuesdays", "2025-11-03T19:00:00", speaker="Rafael"),
+        Evidence(2, "vegetarian 8 years now", "2025-06-09T19:00:00", speaker="Rafael"),
+        Evidence(3, "bought a sofa bed for the spare room, €340", "2025-10-16T19:00:00", speaker="Rafael"),
+    ]
+    question = "what have I told you about my fitness and health?"
+    assert digest(question, lines) is None  # no line holds "fitness" or "health"
+    close = {1: 0.41, 2: ABOUT_COSINE, 3: 0.08}
+    text, cited = digest(question, lines, similar=close)
+    assert text == ("What your notes say about fitness health, oldest first:\n"
+                    "- 9 June 2025: vegetarian 8 years now\n"
+                    "- 3 November 2025: tweaked my knee bouldering, physio is Laura on tuesdays")
+    assert cited == [2, 1]
 
 
 def test_an_overview_digest_is_left_to_the_model_for_lists_counts_and_thin_evidence() -> None:
