@@ -187,12 +187,41 @@ def grounded(fact_value: str, text: str) -> bool:
     return found > 0 and 2 * found >= len(words)
 
 
-def facts_from_reply(value: dict, subject: str, text: str, on_drop: Callable[[str], None] = lambda reason: None) -> list[Fact]:
-    """Validated facts of a schema-valid reply; a fact failing the checks is dropped (``on_drop(reason)``)."""
+# A value written as a key ("home_city", "dr_nolan_at_glasnevin_dental"): the 1.5B model echoing
+# the attribute, not stating it.
+_SLUG_VALUE = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)+")
+# "Dara's coeliac", "Mum is a big gin fan": a name right before the value's words, with "'s", "is"
+# or "has", says whose fact it is.
+_WHOSE_BEFORE = re.compile(r"\b([A-Z][\w-]+)(?:['’]s|\s+(?:is|has|was|loves|hates|likes))\s+(?:\w+\s+){0,2}$")
+_NOT_NAMES = frozenset({"i", "it", "that", "this", "there", "he", "she", "they", "we", "what", "who", "mine"})
+
+
+def said_of(fact_value: str, text: str, speaker: str | None) -> str | None:
+    """The person other than the speaker that the note says the fact of ("Dara's coeliac, so gluten
+    free everything" → Dara), or None when it is the speaker's own or says no one's."""
+    words = [w for w in _value_words(fact_value) if len(w) >= 3]
+    lowered = text.lower()
+    at = min((i for i in (lowered.find(w) for w in words) if i >= 0), default=-1)
+    if at < 0:
+        return None
+    start = max((m.end() for m in re.finditer(r"[.!?;:,]\s", text[:at])), default=0)
+    m = _WHOSE_BEFORE.search(text[start:at])
+    if not m or m.group(1).lower() in _NOT_NAMES or (speaker and m.group(1).lower() == speaker.lower()):
+        return None
+    return m.group(1)
+
+
+def facts_from_reply(value: dict, subject: str, text: str, on_drop: Callable[[str], None] = lambda reason: None,
+                     speaker: str | None = None) -> list[Fact]:
+    """Validated facts of a schema-valid reply; a fact failing the checks is dropped (``on_drop(reason)``).
+    A fact the note states of someone else (:func:`said_of`) is filed under them."""
     out: dict[str, Fact] = {}
     for item in value["facts"]:
         attribute = store.slug(item["key"].rsplit("/", 1)[-1])
         fact_value = " ".join(item["value"].split())
+        if _SLUG_VALUE.fullmatch(fact_value):
+            on_drop("malformed")
+            continue
         if attribute in GENERIC_ATTRIBUTES:
             # Measured on LoCoMo conv-26 with the 1.5B model: it often names the attribute after the
             # kind ("identity", "preference"), which made every new fact supersede the last one
@@ -206,7 +235,8 @@ def facts_from_reply(value: dict, subject: str, text: str, on_drop: Callable[[st
         if not grounded(fact_value, text):
             on_drop("ungrounded")
             continue
-        key = store.make_key(subject, item["kind"], attribute)
+        other = said_of(fact_value, text, speaker)
+        key = store.make_key(store.subject_of(other) if other else subject, item["kind"], attribute)
         out.setdefault(key, Fact(key, fact_value, item["kind"]))
     return list(out.values())
 
@@ -273,5 +303,6 @@ class ProfileStep:
             log.info("profile reply unusable (%s); profile unchanged", type(exc).__name__)
             ctx.count("profile_fallback")
             return ProfilePlan(layer="fallback", ctx=ctx)
-        facts = facts_from_reply(reply.value, subject, draft.content, on_drop=lambda why: ctx.count(f"profile_dropped_{why}"))
+        facts = facts_from_reply(reply.value, subject, draft.content, on_drop=lambda why: ctx.count(f"profile_dropped_{why}"),
+                                 speaker=draft.speaker)
         return ProfilePlan(facts, "model", draft.event_time, ctx)

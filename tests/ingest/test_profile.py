@@ -284,3 +284,22 @@ def test_generic_attribute_names_do_not_supersede_each_other() -> None:
     keys = [f.key for f in facts_from_reply(reply, "caroline", text)]
     assert keys == ["caroline/identity/sweden", "caroline/preference/loves_reading_books",
                     "caroline/identity/relationship_status"]
+
+
+def test_a_fact_said_of_someone_else_is_theirs_and_a_value_written_as_a_key_is_dropped() -> None:
+    from edgemem.ingest.profile import facts_from_reply, said_of
+
+    text = "random but important: Dara's coeliac, so gluten free everything when he's eating. I'd eat Thai every night"
+    reply = {"facts": [
+        {"kind": "identity", "key": "diet", "value": "coeliac"},
+        {"kind": "preference", "key": "thai", "value": "eat Thai every night"},
+        {"kind": "identity", "key": "home_city", "value": "home_city"},
+    ]}
+    dropped: list[str] = []
+    facts = facts_from_reply(reply, "lena", text, on_drop=dropped.append, speaker="Lena")
+    assert [(f.key, f.value) for f in facts] == [("dara/identity/diet", "coeliac"),
+                                                 ("lena/preference/thai", "eat Thai every night")]
+    assert dropped == ["malformed"]
+    assert said_of("big gin fan", "Mum is a big gin fan", "Maya") == "Mum"
+    assert said_of("pescatarian", "also I'm pescatarian (no meat, fish is fine)", "Lena") is None
+    assert said_of("vegetarian", "Rafael's vegetarian, 8 years now", "Rafael") is None  # the speaker's own
