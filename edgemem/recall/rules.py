@@ -40,7 +40,9 @@ _PROHIBIT = re.compile(
     r"no(?!\s*[,.!?])(?=\s+\w))\b",
     re.IGNORECASE,
 )
-_ONLY = re.compile(r"\b(?:only|exclusively|always|must|have\s+to|has\s+to|need\s+to)\b", re.IGNORECASE)
+# "always" after a form of "be" describes the speaker ("I'm always the odd one out"), not a rule.
+_ONLY = re.compile(r"\b(?:only|exclusively|(?<!['’]m\s)(?<!\bam\s)(?<!\bis\s)(?<!\bare\s)(?<!\bwas\s)(?<!\bwere\s)"
+                   r"(?<!['’]s\s)(?<!['’]re\s)always|must|have\s+to|has\s+to|need\s+to)\b", re.IGNORECASE)
 # A proposal asks whether to do something: a modal opening ("Can we meet on Friday?") or an
 # acceptability phrase ("Is a 9am stand-up OK for me?", "Is it fine to ...", "a good idea?"). A plain
 # "is/are/do" question asks for a fact ("Is Sam on day shifts?") and is not one.

@@ -407,6 +407,17 @@ def test_a_clause_beside_a_rule_is_no_reason_for_it_and_a_state_not_yet_is_no_ru
     assert _polarity("the orthodontist said wait a year, no braces yet, relief") is None
 
 
+def test_always_after_a_form_of_be_describes_someone_and_is_no_rule() -> None:
+    from edgemem.recall.rules import _polarity
+
+    assert _polarity("book club hated it, I loved it, I'm always the odd one out") is None
+    assert _polarity("she's always late") is None and _polarity("I'm always here for you, Mel!") is None
+    assert _polarity("I always take the train to work") == "only"
+    assert _polarity("always book me an aisle seat") == "only"
+    ev, _ = _said((1, "2025-06-03T10:00:00", "Ruth", "book club hated it, I loved it, I'm always the odd one out"))
+    assert rule_verdict("I've a free Saturday, can I book a 9am yoga class?", ev) is None
+
+
 def test_of_two_lifted_rules_the_one_about_the_thing_asked_is_quoted() -> None:
     ev, context = _said(
         (1, "2025-08-01T09:00:00", "Ruth", "monday mornings are the gym, so don't put anything before 11 on mondays"),
