@@ -4,14 +4,17 @@ MemFlow pre-compiles stable preferences and identity facts into a structured pro
 ingestion, so that profile-injection queries need no retrieval; DESIGN adds behavioural rules
 ("never book meetings before 10am"). Cascade (DESIGN Principle 2), per note:
 
-1. **Cue filter** (rules): a first-person preference / identity / rule pattern (:data:`CUES`) must
-   match, or the note is skipped with no model call: most conversation turns state no preference,
-   identity or rule, so only a few in a hundred reach the model.
+1. **Filter**: a first-person preference / identity / rule pattern (:data:`CUES`) matches, or the
+   learned filter (:mod:`edgemem.ingest.profile_filter`, a classifier over the note's and its
+   sentences' vectors) finds a lasting fact; otherwise the note is skipped with no model call. The
+   assistant's lines are skipped. On chats with an assistant about a quarter of the user's lines
+   reach the model.
 2. **Model**: one schema-constrained call extracts at most 3 facts (kind, attribute key, value). The
    subject's existing keys are in the prompt so an update reuses its key and supersedes.
-3. **Validation** in code: a slug key, a short value, and a value grounded in the note (one of its
-   words, or a longer word's first four letters, occurs in the note); an ungrounded fact is dropped
-   and counted.
+3. **Validation** in code: a slug key, a short value that is not itself a key, and a value grounded
+   in the note (half its words, or a longer word's first four letters, occur in the note); an
+   ungrounded fact is dropped and counted. A fact the note says of someone else ("Dara's coeliac")
+   is filed under them.
 4. **Fallback**: no model, an invalid reply (SchemaError) or a prompt too long changes nothing in the
    profile (counted as ``profile_fallback``); the note itself is always stored by the other steps.
 
@@ -201,9 +204,10 @@ def said_of(fact_value: str, text: str, speaker: str | None) -> str | None:
     free everything" → Dara), or None when it is the speaker's own or says no one's."""
     words = [w for w in _value_words(fact_value) if len(w) >= 3]
     lowered = text.lower()
-    at = min((i for i in (lowered.find(w) for w in words) if i >= 0), default=-1)
-    if at < 0:
+    found = [m.start() for m in (re.search(rf"\b{re.escape(w)}", lowered) for w in words) if m]
+    if not found:
         return None
+    at = min(found)
     start = max((m.end() for m in re.finditer(r"[.!?;:,]\s", text[:at])), default=0)
     m = _WHOSE_BEFORE.search(text[start:at])
     if not m or m.group(1).lower() in _NOT_NAMES or (speaker and m.group(1).lower() == speaker.lower()):
