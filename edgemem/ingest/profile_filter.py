@@ -46,12 +46,13 @@ FILTER_RESOURCE = "data/profile_filter.npz"
 L2 = 0.1
 TRAIN_ITERATIONS = 200
 # Probability a note's best row needs to reach the model, fitted on tune conversations only
-# (docs/measurements.md, twenty-fourth session): it passes 26% of the tune personas' own lines and
-# 19-32% of LoCoMo's tune turns, which keeps the write path near its budget of 0.3 model calls per
-# turn; 0.6 passed 39% and 35-50%. Diets, allergies, partners and standing rules stated plainly
-# score above 0.9; a rule said in passing ("no work calls after 7pm, that's a hard rule", 0.73) can
-# fall under it, and the rules of the read path still find it among the notes.
-THRESHOLD = 0.8
+# (docs/measurements.md, twenty-fourth session). 0.8 passed 26% of the tune personas' own lines and
+# 19-32% of LoCoMo's tune turns, and `edgemem bench --paths` on conv-26 measured 0.417 model calls a
+# turn (39 of the 45 the profile's), over the write path's budget of 0.3; 0.9 passes 19% and 12-22%
+# (an estimated 0.28 a turn there). Diets, allergies, partners and standing rules stated plainly
+# score above 0.9; a rule said in passing ("no work calls after 7pm, that's a hard rule", 0.73)
+# falls under it, and the rules of the read path still find it among the notes.
+THRESHOLD = 0.9
 
 # Notes are embedded as "<speaker>: <text>"; the examples are too, each under one of these names in
 # turn, so that no name becomes a feature.
