@@ -7,7 +7,7 @@ ingestion, so that profile-injection queries need no retrieval; DESIGN adds beha
 1. **Filter**: a first-person preference / identity / rule pattern (:data:`CUES`) matches, or the
    learned filter (:mod:`edgemem.ingest.profile_filter`, a classifier over the note's and its
    sentences' vectors) finds a lasting fact; otherwise the note is skipped with no model call. The
-   assistant's lines are skipped. On chats with an assistant about a quarter of the user's lines
+   assistant's lines are skipped. On chats with an assistant about a fifth of the user's lines
    reach the model.
 2. **Model**: one schema-constrained call extracts at most 3 facts (kind, attribute key, value). The
    subject's existing keys are in the prompt so an update reuses its key and supersedes.
