@@ -8,11 +8,20 @@ checked against its examples by digest.
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
+import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
+from typing import Any
 
 import numpy as np
 
-__all__ = ["Classifier", "softmax", "train"]
+__all__ = ["Classifier", "examples_digest", "packaged_arrays", "probes", "same_embedder", "softmax", "train"]
+
+log = logging.getLogger(__name__)
 
 
 def softmax(z: np.ndarray) -> np.ndarray:
@@ -83,3 +92,20 @@ def same_embedder(embed, stored: np.ndarray) -> bool:
     """Whether ``embed`` gives the vectors ``stored`` holds for :data:`PROBE_TEXTS`."""
     now = probes(embed)
     return now.shape == np.shape(stored) and float(np.min(np.sum(now * stored, axis=1))) >= PROBE_MIN_COSINE
+
+
+def examples_digest(examples: Sequence[tuple[str, Any]]) -> str:
+    """SHA-256 of labelled examples (texts and labels, in order): what a classifier was trained on."""
+    return hashlib.sha256(json.dumps([list(e) for e in examples], ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def packaged_arrays(package: str, resource: str, what: str) -> dict[str, np.ndarray] | None:
+    """The arrays of a classifier file shipped in ``package``, or None (logged) when it is missing
+    or unreadable: the caller then trains from its examples."""
+    try:
+        data = resources.files(package).joinpath(resource).read_bytes()
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            return {key: npz[key] for key in npz.files}
+    except (OSError, ValueError) as exc:
+        log.warning("%s file unreadable (%s); training from the examples", what, exc)
+        return None

@@ -23,10 +23,8 @@ another embedder) the filter is trained from the examples on first use, in about
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
-import logging
 import threading
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -39,7 +37,6 @@ import numpy as np
 from edgemem import linear
 from edgemem.errors import BadInput
 
-log = logging.getLogger(__name__)
 
 EXAMPLES_RESOURCE = "data/profile_examples.jsonl"
 FILTER_RESOURCE = "data/profile_filter.npz"
@@ -83,10 +80,6 @@ def load_examples() -> tuple[tuple[str, int], ...]:
     return parse_examples(text.splitlines(), source=EXAMPLES_RESOURCE)
 
 
-def examples_digest(examples: Sequence[tuple[str, int]]) -> str:
-    return hashlib.sha256(json.dumps([list(e) for e in examples], ensure_ascii=False).encode("utf-8")).hexdigest()
-
-
 def features(embed: Embed, examples: Sequence[tuple[str, int]]) -> np.ndarray:
     """The examples' vectors, each embedded as a note of one of :data:`SPEAKERS` is."""
     texts = [f"{SPEAKERS[i % len(SPEAKERS)]}: {text}" for i, (text, _) in enumerate(examples)]
@@ -100,13 +93,7 @@ def train(embed: Embed, examples: Sequence[tuple[str, int]]) -> linear.Classifie
 
 @cache
 def _stored() -> dict[str, np.ndarray] | None:
-    try:
-        data = resources.files(__package__).joinpath(FILTER_RESOURCE).read_bytes()
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            return {key: npz[key] for key in npz.files}
-    except (OSError, ValueError) as exc:
-        log.warning("profile filter file unreadable (%s); training from the examples", exc)
-        return None
+    return linear.packaged_arrays(__package__, FILTER_RESOURCE, "profile filter")
 
 
 def rebuild(embed: Embed, path: str | Path | None = None) -> dict[str, Any]:
@@ -121,12 +108,12 @@ def rebuild(embed: Embed, path: str | Path | None = None) -> dict[str, Any]:
         scale=classifier.scale.astype(np.float32),
         weights=classifier.weights.astype(np.float32),
         probes=linear.probes(embed).astype(np.float32),
-        examples_sha256=np.array(examples_digest(examples)),
+        examples_sha256=np.array(linear.examples_digest(examples)),
     )
     target.write_bytes(buffer.getvalue())
     _stored.cache_clear()
     return {"path": str(target), "examples": len(examples), "positive": sum(label for _, label in examples),
-            "sha256": examples_digest(examples)}
+            "sha256": linear.examples_digest(examples)}
 
 
 class ProfileFilter:
@@ -144,7 +131,7 @@ class ProfileFilter:
             with self._lock:
                 if self._classifier is None:
                     stored = _stored()
-                    if (stored is not None and str(stored["examples_sha256"]) == examples_digest(self.examples)
+                    if (stored is not None and str(stored["examples_sha256"]) == linear.examples_digest(self.examples)
                             and linear.same_embedder(self._embed, stored["probes"])):
                         self._classifier = linear.Classifier(
                             *(stored[key].astype(np.float64) for key in ("mean", "scale", "weights")))

@@ -36,7 +36,6 @@ what each layer saw). :func:`rules` and :func:`frame` are pure functions of the 
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import logging
@@ -362,7 +361,7 @@ def parse_examples(lines: Sequence[str], *, source: str = "examples") -> tuple[t
 
 def examples_digest(examples: Sequence[tuple[str, str]]) -> str:
     """SHA-256 of the labelled examples (questions and tags, in order): what a classifier was trained on."""
-    return hashlib.sha256(json.dumps([list(e) for e in examples], ensure_ascii=False).encode("utf-8")).hexdigest()
+    return linear.examples_digest(examples)
 
 
 # --- the classifier ------------------------------------------------------------------------------
@@ -439,13 +438,7 @@ class Decision:
 @cache
 def _stored() -> dict[str, np.ndarray] | None:
     """The packaged classifier file's arrays, or None when it is missing or unreadable."""
-    try:
-        data = resources.files(__package__).joinpath(CLASSIFIER_RESOURCE).read_bytes()
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            return {key: npz[key] for key in npz.files}
-    except (OSError, ValueError) as exc:
-        log.warning("router classifier file unreadable (%s); training from the examples", exc)
-        return None
+    return linear.packaged_arrays(__package__, CLASSIFIER_RESOURCE, "router classifier")
 
 
 def save_classifier(path: str | Path, classifier: Classifier, examples: Sequence[tuple[str, str]], probes: np.ndarray,

@@ -10,7 +10,8 @@ import pytest
 from edgemem.errors import BadInput
 from edgemem.ingest import profile_filter
 from edgemem.ingest.profile import ProfileStep, cues
-from edgemem.ingest.profile_filter import THRESHOLD, ProfileFilter, examples_digest, load_examples, parse_examples
+from edgemem.ingest.profile_filter import THRESHOLD, ProfileFilter, load_examples, parse_examples
+from edgemem.linear import examples_digest
 from edgemem.ingest.raw import accept_turns
 from edgemem.ingest.worker import Worker
 from edgemem.runtime.fake import HashEmbedder, ScriptedLLM
