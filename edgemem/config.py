@@ -62,6 +62,11 @@ class Settings:
     # memories, which later answers can cite, only when this is on.
     remember_chat: bool = False
 
+    # Write path: the probability the learned profile filter needs before a note without a profile
+    # cue reaches the model (None: its fitted default, 0.92; 1: cues only, fewest model calls; lower
+    # values compile fuller profiles for more model calls a turn).
+    profile_filter: float | None = None
+
     # Daemon.
     socket_path: Path | None = None  # default: <runtime_dir>/edgemem.sock
     shutdown_timeout: float = 10.0

@@ -51,7 +51,7 @@ class Engine:
         self.runtime = runtime
         # The worker embeds at background priority and waits while an interactive request runs.
         self.worker = Worker(store, runtime.background, runtime.embed_background,
-                             write_steps.default_steps() if steps is None else steps, busy=runtime.interactive_busy)
+                             write_steps.default_steps(settings.profile_filter) if steps is None else steps, busy=runtime.interactive_busy)
         # Job kinds the steps enqueue (cluster init/profile/split, topics); harmless with steps=[].
         self.worker.handlers.update(write_steps.extra_handlers())
         self._router: Any = None

@@ -36,8 +36,7 @@ import numpy as np
 from edgemem import prompts
 from edgemem.errors import ContextTooLong, SchemaError
 from edgemem.ingest.notes import NoteDraft
-from edgemem.ingest.profile_filter import THRESHOLD as FILTER_THRESHOLD
-from edgemem.ingest.profile_filter import ProfileFilter
+from edgemem.ingest.profile_filter import THRESHOLD, ProfileFilter
 from edgemem.ingest.worker import WriteContext
 from edgemem.store import ops
 from edgemem.store import profile as store
@@ -272,7 +271,10 @@ class ProfileStep:
 
     name = "profile"
 
-    def __init__(self) -> None:
+    def __init__(self, threshold: float = THRESHOLD) -> None:
+        """``threshold``: the learned filter's probability a note needs to reach the model; above 1
+        only cues reach it (the ``profile_filter`` setting)."""
+        self.threshold = threshold
         self._filter: ProfileFilter | None = None
 
     def worth_asking(self, ctx: WriteContext, draft: NoteDraft) -> bool:
@@ -283,12 +285,14 @@ class ProfileStep:
             return False
         if cues(draft.content):
             return True
+        if self.threshold >= 1.0:
+            return False
         if self._filter is None:
             self._filter = ProfileFilter(ctx.embed)
         rows = [draft.embedding if draft.embedding is not None else ctx.embed([draft.embed_text])[0]]
         if draft.sentence_vectors is not None:
             rows.extend(draft.sentence_vectors)
-        return self._filter.probability(np.asarray(rows)) >= FILTER_THRESHOLD
+        return self._filter.probability(np.asarray(rows)) >= self.threshold
 
     def plan(self, ctx: WriteContext, draft: NoteDraft) -> ProfilePlan:
         if not self.worth_asking(ctx, draft):

@@ -21,11 +21,12 @@ from edgemem.store.db import Store
 DAY = "2025-03-04T21:10:00"
 
 # Lines written for this test (none is a training example): a lasting fact, said the way people
-# text, without the cue patterns' words; and lines that state nothing lasting.
+# text, without the cue patterns' words; and lines that state nothing lasting. A terse rule ("rule
+# for you: no work calls after 7pm, ever") scores 0.91, under the default 0.92: rules said that way
+# reach the profile only through a cue, and the read path's rules read them from the notes.
 LASTING = [
     "fyi I'm coeliac, so anything you suggest has to be gluten free",
     "my sister Ciara is really into bouldering and natural wine",
-    "rule for you: no work calls after 7pm, ever",
     "ok the kids are finally asleep. oh and Dan's lactose intolerant so no cheese sauces when he's eating",
 ]
 PASSING = [
@@ -118,3 +119,26 @@ def test_the_step_asks_the_model_about_a_lasting_fact_and_not_about_small_talk(r
     assert len(asked) == 1 and LASTING[0] in asked[0].messages[-1]["content"]
     (fact,) = store_profile.current(real_store.conn)
     assert (fact.key, fact.value) == ("mia/identity/diet", "coeliac, gluten free")
+
+
+def test_the_profile_filter_setting_sets_the_threshold_and_1_leaves_only_cues(real_store, embedder) -> None:
+    from edgemem import config
+    from edgemem.errors import ConfigError
+    from edgemem.ingest.steps import default_steps
+
+    settings = config.load(env={"EDGEMEM_HOME": str(real_store.path.parent), "EDGEMEM_PROFILE_FILTER": "1"})
+    assert settings.profile_filter == 1.0
+    (step,) = [s for s in default_steps(settings.profile_filter) if isinstance(s, ProfileStep)]
+    assert step.threshold == 1.0
+    assert [s.threshold for s in default_steps() if isinstance(s, ProfileStep)] == [THRESHOLD]
+    for bad in (0.0, -0.5, 1.5):
+        with pytest.raises(ConfigError, match="profile_filter must be a probability"):
+            default_steps(bad)
+
+    llm = ScriptedLLM(default=lambda messages, schema: {"facts": []})
+    accept_turns(real_store, [("Mia", LASTING[0], DAY, None), ("Mia", "I love climbing", DAY, None)],
+                 kind="conversation", uri="chat")
+    Worker(real_store, llm, embedder.embed, steps=[step]).drain()
+    # The lasting fact with no cue is not asked about; the cued line still is.
+    asked = [c.messages[-1]["content"] for c in llm.calls if "facts" in c.schema["properties"]]
+    assert len(asked) == 1 and "I love climbing" in asked[0]
