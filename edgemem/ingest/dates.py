@@ -281,9 +281,10 @@ _FUTURE_MARKERS = re.compile(
 # 20 october"): the past verb before it changed the plan, the date is the plan's (no tense: nearest).
 _NOW_MARKER = re.compile(r"\b(?:is|are|am|['’]s|['’]re)\s+now\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?\n]")
-# Where a tense stops: a sentence's end, or a spaced dash ("Madrid on 14 March — noted."): what
-# follows it is a remark about the line, not the verb of its date.
-_TENSE_END = re.compile(r"[.!?\n]|\s[—–]\s")
+# Where a tense stops: a sentence's end, a spaced dash ("Madrid on 14 March — noted."): what
+# follows it is a remark about the line, not the verb of its date; or an emoji, which ends a
+# sentence in a chat ("tweaked my knee 🙄 physio is Laura, tuesdays for 4 weeks starting the 25th").
+_TENSE_END = re.compile(r"[.!?\n]|\s[—–]\s|[\u2600-\u27bf\U0001f300-\U0001faff]")
 _LABEL_COLON = re.compile(r":(?=\s)")
 # A past form right after a present "be" or "get" is a participle, not a past tense: "is getting
 # married", "we're booked", "the party is held on ...". ("has/have + -ed", the present perfect, stays
@@ -943,7 +944,7 @@ _RANGE_LEAD = r"(?:\b(?P<between>between)\s+|\bfrom\s+)?"
 # What may follow "on the 14th" for it to be a day: punctuation, the end, or a function word; not a
 # noun ("the 14th floor", "the 14th century").
 _AFTER_ORDINAL = (
-    r"(?=\s*(?:[.,;:!?()]|$)|\s+(?:at|and|or|but|so|for|then|when|in|with|to|until|till|before|after|"
+    r"(?=\s*(?:[.,;:!?()\u2600-\u27bf\U0001f300-\U0001faff]|$)|\s+(?:at|and|or|but|so|for|then|when|in|with|to|until|till|before|after|"
     r"around|about|because|cos|if|as|too|also|i|we|you|he|she|they|is|was|will|works?)\b)"
 )
 
@@ -1064,6 +1065,21 @@ _MONTH_IN_PHRASE = re.compile(_MONTH, re.IGNORECASE)
 _HOLIDAY_IN_PHRASE = re.compile(_HOLIDAY, re.IGNORECASE)
 
 
+def _inside(before: _Found, found: _Found, ctx: _Context) -> _Found:
+    """A day alone after the sentence of a range of days within one month that holds it takes that
+    month: "Lisbon for her birthday, 6-9 november. she turns 31 on the 7th" is 7 November, not the 7th
+    nearest the event date. Unless that puts a past-tense day ahead of the event date."""
+    span, day = before.date, found.date
+    if not (span.granularity == "day" and span.start < span.end and span.start.month == span.end.month
+            and span.start.year == span.end.year and day.start == day.end
+            and span.start.day <= day.start.day <= span.end.day):
+        return found
+    moved = span.start.replace(day=day.start.day)
+    if moved > ctx.day and _tense(ctx, found.begin, found.stop) == "past":
+        return found
+    return replace(found, date=replace(day, start=moved, end=moved))
+
+
 def _month_from(before: _Found, found: _Found, ctx: _Context, *, placed: bool = False) -> _Found:
     """"flying out 21 December and back on the 27th": a day of the month alone, in the sentence of a
     date that names its month (or of a day alone that took its month so, ``placed``), is in the month
@@ -1075,7 +1091,7 @@ def _month_from(before: _Found, found: _Found, ctx: _Context, *, placed: bool = 
     if not (names_month or placed) or before.date.granularity not in ("day", "month"):
         return found
     if _SENTENCE_END.search(ctx.text, before.end, found.begin) is not None:
-        return found
+        return _inside(before, found, ctx) if names_month else found
     base = before.date.end
     first, last = found.date.start.day, found.date.end.day
     spans = []

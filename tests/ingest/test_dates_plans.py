@@ -385,3 +385,25 @@ def test_the_present_progressive_reads_a_month_ahead(text, expected):
 ])
 def test_is_now_reads_a_changed_plan_at_its_nearest_date(text, expected):
     assert annotate(text, datetime(2025, 10, 2, 20, 0)) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    # A day alone in the sentence after a range of days that holds it is in the range's month ...
+    ("we're in Porto 12-16 march. the wedding itself is on the 14th",
+     "we're in Porto 12-16 march [12–16 March 2026]. the wedding itself is on the 14th [14 March 2026]"),
+    # ... but not when the range does not hold it (the nearest 25th, in this month).
+    ("we're in Porto 12-16 march. the dentist is on the 25th",
+     "we're in Porto 12-16 march [12–16 March 2026]. the dentist is on the 25th [25 February 2026]"),
+])
+def test_a_day_inside_the_range_before_it_takes_its_month(text, expected):
+    assert annotate(text, datetime(2026, 2, 10, 9, 0)) == expected
+
+
+def test_an_emoji_ends_the_sentence_whose_tense_a_date_takes() -> None:
+    # Without the emoji as a boundary "dropped" made "the 24th" last month's.
+    said = datetime(2026, 2, 18, 20, 0)
+    assert annotate("dropped my phone again 😩 new one arrives on the 24th", said) == (
+        "dropped my phone again 😩 new one arrives on the 24th [24 February 2026]")
+    # The clause before it keeps its own tense.
+    assert annotate("dropped it on the 16th 😩 new one arrives soon", said) == (
+        "dropped it on the 16th [16 February 2026] 😩 new one arrives soon")
