@@ -466,11 +466,19 @@ def applies(question: str, sentence: str, *, any_subject: bool = False) -> str |
     return "match"
 
 
+# "Can you recommend my next book?": a request to the assistant, not a proposal of the user's.
+_ASKS_YOU = re.compile(r"^\s*(?:so\s+|and\s+|hey,?\s+)?(?:can|could|would|will)\s+you\b", re.IGNORECASE)
+
+
 def is_proposal(question: str) -> bool:
     """A yes/no question about doing something: "Can we meet on Friday?", "Is it ok to order pizza?".
     What is proposed may be told first and asked last: "The US team wants a call at 9am on Tuesday.
-    Can I take it?" — each sentence of the question is read on its own."""
-    return any(_PROPOSAL.search(part) and not WH_QUESTION.match(part) for part in SENTENCES.split(question.strip()))
+    Can I take it?" — each sentence of the question is read on its own. A request to the assistant
+    ("can you recommend my next book?") is one only when it names what rules govern, a day, a month
+    or a time ("could you book me a table on Friday?"): answered "No — book club hated it" before."""
+    return any(_PROPOSAL.search(part) and not WH_QUESTION.match(part)
+               and (not _ASKS_YOU.match(part) or bool(DAY_WORD.search(part) or _MONTH_WORD.search(part) or _CLOCK.search(part)))
+               for part in SENTENCES.split(question.strip()))
 
 
 def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | None = None, *,

@@ -109,6 +109,8 @@ def test_the_validator_accepts_a_verdict_only_with_the_rule_verbatim() -> None:
     ("Is Sam on day shifts?", False),  # a fact asked yes/no, not a proposal
     ("Do I like jazz?", False),
     ("What should I bring to Ana's birthday?", False),
+    ("could you suggest a film for tonight?", False),  # a request to the assistant, naming no day or time
+    ("Could you book me a table on Friday at 8?", True),  # a request that names what rules govern
 ])
 def test_a_proposal_asks_whether_to_do_something(question, proposal):
     from edgemem.recall.answer import is_proposal
