@@ -121,9 +121,12 @@ def prepare(
         return rules(question, evidence, supersedes=supersedes)
     if tag == "state-tracking":
         return timeline(question, evidence, entity=entity, asked_days=asked_days)
-    # Not re-dated here (preprocess.redated): marking a moved plan outdated for a targeted question
-    # ("what dates was the Oslo kickoff?") dropped the line that held what else was asked of it
-    # ("Who's Mochi's vet?": the cat-sitting plan 5-9 March, later told again for December, held the vet).
+    # A moved plan is marked outdated (preprocess.redated) only when a date is what is asked ("what
+    # dates was the Oslo kickoff?" answered with the first dates, the moved ones packed last): marked
+    # for any targeted question, it hid the line that held what else was asked of it ("Who's Mochi's
+    # vet?": the cat-sitting plan 5-9 March, later told again for December, held the vet).
+    if _ASKS_DATE.search(question):
+        return Prepared(tag, _outdate(evidence, redated(evidence)))
     return Prepared(tag, list(evidence))
 
 
@@ -356,6 +359,8 @@ def _outdate(evidence: Sequence[Evidence], moved: Mapping[int, Evidence]) -> lis
             if e.note_id in moved and not e.stale else e for e in evidence]
 
 
+# "What dates was the kickoff?", "when's the dentist?", "which day is choir?": the answer is a date.
+_ASKS_DATE = re.compile(r"^\s*(?:when\b|(?:what|which)\s+(?:dates?|days?)\b(?!\s+of\s+the\s+week))", re.IGNORECASE)
 _ASKS_PLAN = re.compile(r"^\s*(?:when(?:['’]s|\s+(?:is|are|will|am|do|does))|what\s+(?:date|day|time)\s+(?:is|are|will|do|does))\b",
                         re.IGNORECASE)
 # "How many days between A and B?", "How long was it from A to B?": the distance is the answer.

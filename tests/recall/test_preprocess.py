@@ -645,6 +645,12 @@ def test_a_plan_told_again_with_other_dates_outdates_the_first_telling() -> None
         prepared = temporal(question, items)
         assert [e.note_id for e in prepared.evidence if e.stale] == [1]
     assert [e.note_id for e in recency("Where am I flying in September?", items).evidence if e.stale] == [1]
+    # A targeted question marks the moved plan only when it asks for a date: "what else" the first
+    # telling holds stays unmarked.
+    assert [e.note_id for e in prepare("targeted-extraction", "what dates was the Lisbon trip?", items).evidence
+            if e.stale] == [1]
+    assert [e.note_id for e in prepare("targeted-extraction", "Which hotel are we in for Lisbon?", items).evidence
+            if e.stale] == []
     grounded = ground("Lisbon", [booked, moved])
     assert (grounded.start, grounded.note_id) == (date(2026, 9, 16), 1)  # unmarked: the best match
     grounded = ground("Lisbon", temporal("When do I fly to Lisbon?", [booked, moved]).evidence)
