@@ -18,7 +18,9 @@ them: they keep the label ``check`` so earlier runs stay comparable, but only th
 (Ines, Kwame) are a check nothing was tuned on. Two more personas (``eval/data/personal-more.json``,
 Lena and Rafael), written with their keys in the twenty-first session by a helper that saw no
 edgemem code, are *tune*: they give the rule, plan and count mechanisms histories to be fitted on
-without spending the fresh check.
+without spending the fresh check. Two more personas, Kai and Graciela
+(``eval/data/personal-tune2.json``), were written the same way in the twenty-fifth session; their
+first run, before anything was fitted on them, is reported as unseen, and they are *tune* after it.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ SPLITS: dict[str, str] = {
     "persona-kwame": CHECK,
     "persona-lena": TUNE,
     "persona-rafael": TUNE,
+    "persona-kai": TUNE,
+    "persona-graciela": TUNE,
 }
 
 
