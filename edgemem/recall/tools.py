@@ -805,8 +805,10 @@ def _line(item: Evidence | str, note_id: int, match: re.Match, term: str, proper
         label = day_label(said) if said else "unknown date"
     date_words = {w for d in (item.dates if isinstance(item, Evidence) else []) for w in terms(str(d.get("phrase", "")))}
     quantity = None
-    for token in reversed(re.findall(r"[\w'’]+", plain[lo : match.start()])[-_QUANTITY_WINDOW:]):
-        token = token.lower()
+    for found in reversed(list(re.finditer(r"[\w'’]+", plain[lo : match.start()]))[-_QUANTITY_WINDOW:]):
+        token = found.group().lower()
+        if token.isdigit() and (_AMOUNT_BEFORE.search(plain, 0, lo + found.start()) or _A_YEAR.fullmatch(token)):
+            continue  # "a $40 parking ticket", "my 2004 mazda": an amount or a year, not how many
         if token.isdigit() or token in _NUMBER_WORDS:
             quantity = int(token) if token.isdigit() else _NUMBER_WORDS[token]
             break
@@ -829,6 +831,8 @@ def _line(item: Evidence | str, note_id: int, match: re.Match, term: str, proper
 
 # "had three trout", "two more trout", "a 4lb rainbow trout": a count written at most this many words
 # before the counted word ("4lb" is a weight, not a count).
+_AMOUNT_BEFORE = re.compile(r"[$£€¥₹]\s?$")
+_A_YEAR = re.compile(r"(?:19|20)\d\d")
 _QUANTITY_WINDOW = 3
 _NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
