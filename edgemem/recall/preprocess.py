@@ -609,7 +609,7 @@ def digest(question: str, evidence: Sequence[Evidence],
     chosen.sort(key=_said)  # in the order it was told: a change reads after what it changed
     for e in chosen:
         who = f"{e.speaker}: " if len(people) > 1 and e.speaker else ""
-        out.append(f"- {day_label(e.day) if e.day else _when(e)[1]}: {who}{_digest_text(e.text, wanted)}")
+        out.append(f"- {day_label(e.day) if e.day else _when(e)[1]}: {who}{_digest_text(e.text, wanted, names)}")
     subject = " ".join(w for w in re.findall(r"[A-Za-z][\w'’-]*", question) if terms(w) & wanted)
     if not subject:
         subject = ", ".join(dict.fromkeys(_days_label(a, b) for a, b in asked_days))
@@ -624,11 +624,16 @@ def _days_label(first: date, last: date) -> str:
     return day_label(first) if first == last else f"{day_label(first)} to {day_label(last)}"
 
 
-def _digest_text(text: str, wanted: set[str]) -> str:
+def _digest_text(text: str, wanted: set[str], names: set[str] = frozenset()) -> str:
     """The note from its first sentence about the subject (the start when none names it), cut to a
-    length: "found a van! 2021 Transit Custom, £16,500 …" keeps what follows the mention."""
+    length: "found a van! 2021 Transit Custom, £16,500 …" keeps what follows the mention. A sentence
+    naming someone or something the question names comes before one holding only a topic word:
+    "how did I land the Helsa contract?" shows "… pitching Helsa, sent them a proposal", not "Kontor
+    contract ends 31 december …" cut before it."""
     sentences = [s for s in _SENTENCE.split(text.strip()) if s]
-    first = next((i for i, s in enumerate(sentences) if terms(s) & wanted), 0)
+    first = next((i for i, s in enumerate(sentences) if terms(s) & names), None)
+    if first is None:
+        first = next((i for i, s in enumerate(sentences) if terms(s) & wanted), 0)
     words = " ".join(sentences[first:]).split()
     return " ".join(words[:_DIGEST_WORDS]) + (" …" if len(words) > _DIGEST_WORDS else "")
 

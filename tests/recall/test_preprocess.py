@@ -484,6 +484,14 @@ def test_a_count_of_things_adds_up_the_numbers_each_event_gives_and_skips_the_as
     assert timeline("How many days after the first trip was the last?", trips).direct is None  # date maths
     assert facts[1].startswith("number of trout: 3 (distinct events")
     assert timeline("How many times have I been fishing?", trips).facts[0].startswith("number of fishing: 3 ")
+    # A price or a year before the word is not how many: "a $40 parking ticket" is one ticket.
+    tickets = [Evidence(5, "got a $40 parking ticket outside the library today", "2025-07-14T10:00:00", speaker="Kai",
+                        session="s1"),
+               Evidence(6, "another parking ticket, $60 this time", "2025-11-04T10:00:00", speaker="Kai", session="s2"),
+               Evidence(7, "sold my 2004 mazda ute", "2025-11-25T10:00:00", speaker="Kai", session="s3")]
+    assert timeline("How many parking tickets have I had?", tickets).direct is None
+    assert timeline("How many parking tickets have I had?", tickets).facts[0].startswith("number of parking: 2 ")
+    assert timeline("How many mazda utes have I sold?", tickets).direct is None
 
 
 def test_a_count_finds_the_irregular_past_of_the_question_verb() -> None:
@@ -702,3 +710,14 @@ def test_an_overview_ranks_lines_with_the_people_and_the_topic_first_and_told_as
             Evidence(5, "tweaked my knee bouldering", "2025-11-02T10:00:00", "Lena"),
             Evidence(6, "knee is better, physio on tuesdays", "2025-12-02T10:00:00", "Lena")]
     assert digest("What have I told you about my knee?", knee)[1] == [5, 6]  # "told" is not the subject
+
+
+def test_an_overview_line_starts_at_the_sentence_naming_whom_or_what_the_question_names() -> None:
+    from edgemem.recall.preprocess import digest
+
+    told = [Evidence(1, "the lease on the studio ends in May. so I need a new space. viewing Ferngate Mill on friday, "
+                        "they sent a floor plan", "2025-03-02T10:00:00", "Ana"),
+            Evidence(2, "Ferngate Mill said yes to the lease", "2025-03-20T10:00:00", "Ana")]
+    text, cited = digest("How did I get the Ferngate Mill lease, step by step?", told)
+    assert cited == [1, 2]
+    assert text.splitlines()[1] == "- 2 March 2025: viewing Ferngate Mill on friday, they sent a floor plan"
