@@ -233,10 +233,11 @@ def _mentions(text: str, wanted: set[str]) -> bool:
 
 def _names(line: _Line, name: str) -> bool:
     """The line is about ``name``: said by them, or naming them other than as the one spoken to
-    ("Wow, Caroline!" and "Thanks, Melanie!" address the listener; they do not give them anything)."""
+    ("Wow, Caroline!" and "Thanks, Melanie!" address the listener; they do not give them anything).
+    A possessive typed without its apostrophe names them too: "anas bday sunday was mint"."""
     if line.speaker is not None and line.speaker.lower() == name.lower():
         return True
-    for m in re.finditer(rf"\b{re.escape(name)}\b", line.body, re.IGNORECASE):
+    for m in re.finditer(rf"\b{re.escape(name)}(?:s(?=\s+[a-z]))?\b", line.body, re.IGNORECASE):
         after = line.body[m.end():m.end() + 2]
         if re.match(r"\s*[,.!]", after) and m.start() < 24:
             continue  # a vocative at the start of the line

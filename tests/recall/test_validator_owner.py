@@ -430,6 +430,14 @@ def test_the_owner_calling_the_thing_the_listeners_does_not_give_it_to_the_owner
     assert ownership("What happened to Melanie's son on their road trip?", "An accident", trip) is None
 
 
+
+def test_a_possessive_typed_without_its_apostrophe_names_the_owner() -> None:
+    chat = ("(21 September 2025, Kai) mias bday sunday was great. took her to Bao House on Colombo St\n"
+            "(3 October 2025, Kai) josh and I got ramen at Hachi")
+    assert ownership("where did we go for Mia's birthday dinner?", "Bao House on Colombo St", chat) is None
+    assert ownership("where did Josh go for Mia's birthday dinner?", "Hachi", chat) == "other_owner"
+
+
 CHARITY = (
     "(25 May 2023, Melanie) I ran a charity race for mental health last Saturday, it was so rewarding.\n"
     "(25 May 2023, Caroline) That's amazing, Mel! I went to a support group meeting yesterday.\n"
