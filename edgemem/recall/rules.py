@@ -423,11 +423,24 @@ _EMOTIVE = re.compile(r"\b(?:hate|hates|dislike|dislikes)\b", re.IGNORECASE)
 _THIRD_PERSON = re.compile(r"\b(?:he|she|they|he['’]ll|she['’]ll|they['’]ll|he['’]s|she['’]s|they['’]re)\b", re.IGNORECASE)
 
 
+# "don't worry", "can't wait": a negated verb of feeling or knowing says nothing anyone must keep to.
+_NOT_IDIOM = re.compile(r"\b(?:don['’]t|do\s+not|can['’]t|cannot)\s+(?:worry|know|think|wait|believe|remember|"
+                        r"imagine|tell|decide)\b", re.IGNORECASE)
+# "Rosa can't come that day", "I'm not allowed to drive that day anyway": a limit on one day is an
+# arrangement, not a standing rule.
+_ONE_DAY = re.compile(r"\b(?:that|this)\s+day\b|\b(?:today|tonight|tomorrow)\b|\bthis\s+(?:time|once)\b",
+                      re.IGNORECASE)
+
+
 def _prohibits(sentence: str) -> bool:
-    """Prohibiting language in ``sentence``: not an idiom ("no time"), and a dislike that is not
-    someone else's feeling reported ("he'll pretend to hate it")."""
+    """Prohibiting language in ``sentence``: not an idiom ("no time", "don't worry"), not a limit on
+    one day ("can't come that day"), and a dislike that is not someone else's feeling reported
+    ("he'll pretend to hate it")."""
+    if _ONE_DAY.search(sentence):
+        return False
     found = [m for m in _PROHIBIT.finditer(sentence)
-             if not (m.group().lower() == "no" and _NO_IDIOM.match(sentence, m.start()))]
+             if not (m.group().lower() == "no" and _NO_IDIOM.match(sentence, m.start()))
+             and not _NOT_IDIOM.match(sentence, m.start())]
     if not found:
         return False
     if all(_EMOTIVE.fullmatch(m.group()) for m in found):

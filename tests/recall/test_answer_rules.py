@@ -437,3 +437,13 @@ def test_a_name_with_letters_beyond_ascii_is_a_name() -> None:
     assert rule_verdict("Is pasta OK for Oisín's lunch?", ev, context) is None
     assert rule_verdict("Is a peanut butter sandwich OK for Oisín's lunch?", ev, context).text == (
         "No — important: Oisín has a peanut allergy, a serious one")
+
+
+def test_an_idiom_or_a_limit_on_one_day_is_no_rule() -> None:
+    told = [Evidence(1, "at the clinic for a blood test, nothing serious, don't worry.", "2025-10-02T09:00:00", "Rosa"),
+            Evidence(2, "Ines can't come on Sunday that day because of her own doctor.", "2025-10-03T09:00:00", "Rosa"),
+            Evidence(3, "Sunday mornings are for mass, no appointments before 1pm on Sundays.", "2025-09-01T09:00:00",
+                     "Rosa")]
+    assert rule_verdict("Can I book a clinic appointment for Sunday at 4pm?", told[:2]) is None
+    assert rule_verdict("Can I book a clinic appointment for Sunday at 11am?", told).text == (
+        "No — Sunday mornings are for mass, no appointments before 1pm on Sundays.")
