@@ -895,8 +895,24 @@ TREND_MAX = 10  # values shown in a trend fact (first and last kept when there a
 _NEAR_WORDS = 6  # a number with no unit counts only this close to a word of the question's topic
 
 
-def _values(text: str, topic: set[str]) -> list[tuple[str, str]]:
-    """(kind, value as written) for each measured value in the text's sentences about ``topic``."""
+# "at 10:30", "from 9:00", "1:30pm": a time of day, when something happens, not a reading of it.
+_AT_CLOCK = re.compile(r"\b(?:at|from|until|till|by|before|after|around|about|to)\s+$", re.IGNORECASE)
+_CLOCK_AFTER = re.compile(r"\s*(?:[ap]\.?m\b|h\b|o['’]?clock\b)", re.IGNORECASE)
+# A question about when in the day: its times of day are the values ("what time do I call mum now?").
+_ASKS_TIME_OF_DAY = re.compile(r"\b(?:time|times|when|o['’]?clock|hours?)\b", re.IGNORECASE)
+# Money is a reading only for a question about money: "how did Papá's care change?" is not answered
+# by the price of a flight told beside it ("1,480 dollars → 180 dollars").
+_MONEY_UNITS = frozenset({"dollar", "dollars", "peso", "pesos", "euro", "euros", "usd", "eur", "gbp", "quid", "bucks",
+                          "yen", "rupees", "francs", "krone", "kronor"})
+_ASKS_MONEY = re.compile(r"\b(?:how\s+much|cost|costs|price|prices|priced|spent|spend|paid|pay|rent|budget|money|"
+                         r"worth|fee|fees|charge[sd]?|salary|wage|earn\w*)\b", re.IGNORECASE)
+
+
+def _values(text: str, topic: set[str], *, times_of_day: bool = True, money: bool = True) -> list[tuple[str, str]]:
+    """(kind, value as written) for each measured value in the text's sentences about ``topic``.
+    ``times_of_day``: also a clock reading that says when ("at 10:30"), not only what was measured
+    ("29:05"); "how did Papá's care change?" read "10:30 → 9:00 → 1:30" off his appointments.
+    ``money``: also amounts of money written with a currency word ("1,480 dollars")."""
     sentences = _SENTENCE.split(ANNOTATION.sub(" ", text))
     # A sentence about the topic and the one after it ("parkrun done!! 29:05 this morning"); when the
     # topic's sentence gives no value, the one before it too ("32K on Sunday! longest run ever").
@@ -910,6 +926,9 @@ def _values(text: str, topic: set[str]) -> list[tuple[str, str]]:
             if unit in _NOT_UNITS or (":" not in num and re.fullmatch(r"(?:19|20)\d\d", num)):
                 continue
             if ":" in num:
+                if not times_of_day and (_AT_CLOCK.search(sentence, 0, m.start())
+                                         or _CLOCK_AFTER.match(sentence, m.end("num"))):
+                    continue
                 found.append(("clock", num))
                 continue
             if unit in STOPWORDS or not unit:
@@ -918,6 +937,8 @@ def _values(text: str, topic: set[str]) -> list[tuple[str, str]]:
                 if not topic or not terms(" ".join(before)) & topic:
                     continue
                 found.append(("", num))
+                continue
+            if not money and unit in _MONEY_UNITS:
                 continue
             unit = _UNIT_SAME.get(unit, unit)
             found.append((unit, f"{num} {unit}" if unit != "%" else f"{num}%"))
@@ -939,7 +960,8 @@ def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> tuple
         # No note names the topic ("my weight" told as "102 kilos"): values with a unit, from any note.
         for e in ordered:
             first: dict[str, str] = {}
-            for kind, value in _values(e.text, scope):
+            for kind, value in _values(e.text, scope, times_of_day=_ASKS_TIME_OF_DAY.search(question) is not None,
+                                       money=_ASKS_MONEY.search(question) is not None):
                 first.setdefault(kind, value)
             if first:
                 per_note.append((e, first))

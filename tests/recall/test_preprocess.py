@@ -721,3 +721,17 @@ def test_an_overview_line_starts_at_the_sentence_naming_whom_or_what_the_questio
     text, cited = digest("How did I get the Ferngate Mill lease, step by step?", told)
     assert cited == [1, 2]
     assert text.splitlines()[1] == "- 2 March 2025: viewing Ferngate Mill on friday, they sent a floor plan"
+
+
+def test_a_state_trend_reads_no_time_of_day_or_money_unless_the_question_asks_for_it() -> None:
+    told = [Evidence(1, "Papá's care: Rosa comes weekdays, cardiologist on Thursday at 10:30", "2025-09-05T10:00:00",
+                     speaker="Gloria"),
+            Evidence(2, "Papá's care is changing, Rosa leaves. flights booked, 1,480 dollars", "2025-10-19T10:00:00",
+                     speaker="Gloria"),
+            Evidence(3, "Papá's care: Nelida starts, she comes at 9:00 on weekdays. change fee 180 dollars",
+                     "2025-12-03T10:00:00", speaker="Gloria")]
+    assert timeline("Tell me how Papá's care changed", told).computed is None
+    assert timeline("How did the time Papá's carer comes change?", told).computed == (
+        "From 10:30 (5 September 2025) to 9:00 (3 December 2025): 10:30 (5 September 2025) → 9:00 (3 December 2025)",
+        [1, 3])
+    assert timeline("How much has Papá's care cost?", told).computed[0].startswith("From 1,480 dollars")
