@@ -548,16 +548,24 @@ def wrong_owner(question: str, answer: str, context: str) -> bool:
 _NAME_RUN = re.compile(r"(?<![\w'’])[A-Z][\w'’&.-]*(?:\s+(?:(?:of|the|de|&)\s+)?[A-Z][\w'’&.-]*)+")
 
 
-def invented_name(answer: str, context: str) -> str | None:
-    """A name of two or more capitalised words in the answer with a word the context never writes
-    ("The hotel is the Seville Hotel." from notes naming no hotel), or None. Small models make up
-    plausible names, and a name is the one thing an answer cannot paraphrase. Months, weekdays and
-    a leading article are not part of a name."""
-    held = set(tokens(context))
-    for m in _NAME_RUN.finditer(answer):
-        words = [w for w in tokens(m.group(0)) if w not in _CALENDAR_WORDS and w not in {"the", "a", "an"}]
-        if len(words) >= 2 and any(w not in held for w in words):
-            return m.group(0)
+# A sentence ends after a word of two or more lowercase letters and its stop: "… Wanaka, New
+# Zealand. The notes …" holds no name "Zealand. The"; "St.", "Dr." and "D.C." end none.
+_NAME_SENTENCE_END = re.compile(r"(?<=[a-z]{2}[.!?])\s+")
+
+
+def invented_name(answer: str, context: str, question: str = "") -> str | None:
+    """A name of two or more capitalised words in the answer with a word neither the context nor the
+    question's names write ("The hotel is the Seville Hotel." from notes naming no hotel), or None. Small
+    models make up plausible names, and a name is the one thing an answer cannot paraphrase. Months,
+    weekdays and a leading article are not part of a name, and a name ends with its sentence."""
+    # The question's own names (its capitalised words after the first) are the user's, not made up.
+    named = re.findall(r"(?<=\s)[A-Z][\w'’.-]*", question)
+    held = set(tokens(context)) | set(tokens(" ".join(named)))
+    for sentence in _NAME_SENTENCE_END.split(answer):
+        for m in _NAME_RUN.finditer(sentence):
+            words = [w for w in tokens(m.group(0)) if w not in _CALENDAR_WORDS and w not in {"the", "a", "an"}]
+            if len(words) >= 2 and any(w not in held for w in words):
+                return m.group(0)
     return None
 
 
@@ -666,7 +674,7 @@ def validate(question: str, answer: str, context: str, llm: Any | None,
     kind = wrong_kind(question, answer, context if owner_context is None else owner_context)
     if kind is not None:
         return Verdict(False, "wrong_kind", judge=f"skipped: {kind}", reason=kind)
-    invented = invented_name(answer, context)
+    invented = invented_name(answer, context, question)
     if invented is not None:
         return Verdict(False, "invented_name", judge="skipped: a name the context does not hold", reason=invented)
     if is_short(answer):

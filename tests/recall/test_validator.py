@@ -86,6 +86,11 @@ def test_a_name_the_context_never_writes_is_made_up() -> None:
     assert invented_name("The hotel is the Seville Hotel.", ctx) == "Seville Hotel."
     assert invented_name("She stays at Casa Azahar in Triana.", ctx) is None
     assert invented_name("Mum flies in from Dublin on Tuesday 22 July", ctx) is None
+    # A name the question writes is the user's own; a name ends with its sentence.
+    assert invented_name("A Troilo record for Father's Day.", "(1 May 2026, Gloria) Papá adores Troilo") == "Father's Day."
+    assert invented_name("A Troilo record for Father's Day.", "(1 May 2026, Gloria) Papá adores Troilo",
+                         "a present for Papá for Father's Day?") is None
+    assert invented_name("A trip to Wanaka. The notes say so.", "(1 May 2026, Kai) wanaka trip with Ana") is None
     verdict = validate("Which hotel is Mum staying at in Seville?", "The hotel is the Seville Hotel.", ctx, None)
     assert (verdict.grounded, verdict.stage) == (False, "invented_name")
 
