@@ -650,7 +650,9 @@ def _weekday_after(day: date, weekday: int, *, inclusive: bool = False) -> date:
 
 
 def _relative_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
-    if not _weekday_ok(m.group("wd")) or _preceded_by_the(m, ctx):
+    # "last one this wed", "see you next sat": after "this", "next" or "last" an abbreviation is a
+    # weekday written the way people text, capitalised or not ("the last sun of summer" is not one).
+    if _preceded_by_the(m, ctx):
         return None
     rel = " ".join(m.group("rel").lower().split())
     weekday = _weekday_index(m)

@@ -407,3 +407,14 @@ def test_an_emoji_ends_the_sentence_whose_tense_a_date_takes() -> None:
     # The clause before it keeps its own tense.
     assert annotate("dropped it on the 16th 😩 new one arrives soon", said) == (
         "dropped it on the 16th [16 February 2026] 😩 new one arrives soon")
+
+
+@pytest.mark.parametrize("text, expected", [
+    # After "this", "next" or "last" a weekday's abbreviation is one, capitalised or not.
+    ("last one this wed, then freedom", "last one this wed [12 November 2025], then freedom"),
+    ("interview next tues at 10", "interview next tues [11 November 2025] at 10"),
+    ("the last sun of summer was nice", "the last sun of summer was nice"),
+    ("we sat outside", "we sat outside"),
+])
+def test_a_texted_weekday_after_this_next_or_last(text, expected):
+    assert annotate(text, datetime(2025, 11, 9, 22, 0)) == expected
