@@ -62,6 +62,11 @@ def test_evidence_header_terms_and_jaccard() -> None:
         ("Did the wedding or the move happen first?", ["the wedding", "the move"]),
         ("How many weeks after the wedding did they move?", ["the wedding", "they move"]),
         ("When did Melanie paint a sunrise?", ["When did Melanie paint a sunrise?"]),
+        ("How long was it from my job interview to actually starting the job?",
+         ["my job interview", "actually starting the job"]),
+        ("how old was Noa when we moved to Leeds?", ["Noa was born", "we moved to Leeds"]),
+        # a pronoun in the second stands for the first's name
+        ("how long did it take from sending Acme my quote to them signing?", ["sending Acme my quote", "Acme signing"]),
     ],
 )
 def test_anchors_split_dual_anchor_questions(question: str, expected: list[str]) -> None:
