@@ -184,7 +184,7 @@ _SINCE = re.compile(
 # Date facts only for questions about order or elapsed time; "what did X do after Y?" asks for an
 # event, and a distance between its two halves would be noise in the summary slot.
 _ASKS_TIME = re.compile(
-    r"\bhow\s+(?:many\s+(?:days|weeks|months|years)|long)\b|\bfirst\b|\bearlier\b|\blater\b|"
+    r"\bhow\s+(?:many\s+(?:days|weeks|months|years)|long|old)\b|\bfirst\b|\bearlier\b|\blater\b|"
     r"^(?:did|was|were|is|are|does|do|had|has|have)\b.*\b(?:before|after)\b",
     re.IGNORECASE,
 )

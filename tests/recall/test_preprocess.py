@@ -99,6 +99,15 @@ def test_temporal_date_math_across_a_year_boundary() -> None:
     ]
 
 
+def test_temporal_how_old_counts_from_the_birth() -> None:
+    born = ev(1, "Noa was born on Sunday the 1st [1 February 2026], 3.1 kilos", "2026-02-09T10:00:00", "Gloria",
+              dates=[day("2026-02-01", "1 February 2026")])
+    moved = ev(2, "we moved to Leeds on the 5th [5 February 2026]", "2026-02-09T10:05:00", "Gloria",
+               dates=[day("2026-02-05", "5 February 2026")])
+    assert temporal("How old was Noa when we moved to Leeds?", [born, moved]).facts[:3] == [
+        "Noa was born: 1 February 2026", "we moved to Leeds: 5 February 2026", "1 February 2026 → 5 February 2026: 4 days"]
+
+
 def test_temporal_months_and_weeks_follow_the_question() -> None:
     offer = ev(5, "I accepted the job offer today.", "2024-01-31T10:00:00", dates=[day("2024-01-31", "31 January 2024")])
     start = ev(6, "My first day at the new job is 1 March 2024.", "2024-02-10T10:00:00", dates=[day("2024-03-01", "1 March 2024")])
