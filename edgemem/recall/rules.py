@@ -537,6 +537,10 @@ def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | Non
         elif fit == "match" and not extra_rule:
             yes.append((item, rule))
     if no:
+        # A rule that names the days, months or times the proposal asks about is the one that
+        # decides it: "weekends still nothing before 9" for "leave at 8am this saturday", not the line
+        # that only shares a name ("liam … never lets me forget it").
+        no.sort(key=lambda found: not _timed(found[1]))
         return RuleVerdict(f"No — {no[0][1]}", _holding_rule(no), "no")
     clash = _clash(question, evidence, flat, asked_days)
     if clash is not None:
@@ -729,6 +733,12 @@ def _already_bought(question: str, evidence: Sequence[Evidence], found: tuple[Ev
                           for m in _LISTED.finditer(after) if not any(a.start == named[0].start + m.start(1) for a in named)]
             out.extend((e, a) for a in named)
     return out
+
+
+def _timed(rule: str) -> bool:
+    """The rule names days, months or clock times."""
+    plain, bounds = _rule_clock(rule)
+    return bool(_days(rule) or _months(rule) or plain or bounds)
 
 
 def _holding_rule(found: list[tuple[Evidence, str]]) -> list[Evidence]:

@@ -447,3 +447,11 @@ def test_an_idiom_or_a_limit_on_one_day_is_no_rule() -> None:
     assert rule_verdict("Can I book a clinic appointment for Sunday at 4pm?", told[:2]) is None
     assert rule_verdict("Can I book a clinic appointment for Sunday at 11am?", told).text == (
         "No — Sunday mornings are for mass, no appointments before 1pm on Sundays.")
+
+
+def test_a_rule_naming_the_time_asked_decides_before_one_sharing_only_a_name() -> None:
+    told = [Evidence(1, "(theo = my climbing buddy, drives a van and never lets me forget it)", "2025-08-02T10:00:00",
+                     "Kai"),
+            Evidence(2, "weekends still nothing before 9, that's sacred", "2025-12-15T10:00:00", "Kai")]
+    assert rule_verdict("theo wants to leave at 8am this saturday, can I do that?", told).text == (
+        "No — weekends still nothing before 9, that's sacred")
