@@ -228,6 +228,7 @@ def run(
         premise = not digest and validator.unheld_premise(question, owners)
         verdict = validator.validate(question, text, packed.text, llm, prefix=drafted.messages if drafted else None,
                                      owner_strict=owner_strict or premise, digest=digest, owner_context=owners,
+                                     suggestion=route.tag == "profile-injection",
                                      ruled=drafted is not None and drafted.rule is not None)
         stages[f"validate{attempt}"] = {"ms": _ms(t), "stage": verdict.stage, "grounded": verdict.grounded,
                                         "tokens": verdict.tokens, "judge": verdict.judge, "reason": verdict.reason,

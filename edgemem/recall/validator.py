@@ -647,13 +647,16 @@ def judge_messages(prefix: list[dict[str, str]], answer: str) -> list[dict[str, 
 
 def validate(question: str, answer: str, context: str, llm: Any | None,
              prefix: list[dict[str, str]] | None = None, *, owner_strict: bool = False,
-             digest: bool = False, owner_context: str | None = None, ruled: bool = False) -> Verdict:
+             digest: bool = False, owner_context: str | None = None, ruled: bool = False,
+             suggestion: bool = False) -> Verdict:
     """B.3's cascade, cheapest first. ``prefix`` is the answer prompt's messages: the judge then
     continues that conversation (shared KV prefix) instead of prefilling the context a second time.
     ``owner_strict``: the ownership check in its strict form; ``digest``: the answer sums up or
     suggests from many lines (both :func:`ownership`). ``owner_context``: what the ownership check
     reads instead of ``context`` (a wider pack than the model's: the check costs no prefill).
-    ``ruled``: the answer is a verdict made in code from the stored rules (no model call)."""
+    ``ruled``: the answer is a verdict made in code from the stored rules (no model call).
+    ``suggestion``: the answer proposes something (profile-injection): a name the notes do not hold
+    is what it suggests ("a weekend in Akaroa"), not a made-up fact; the judge still reads it."""
     if is_hard_failure(answer):
         return Verdict(False, "hard_failure", judge="skipped: hard failure")
     if rule_quoted(answer, context):
@@ -674,7 +677,7 @@ def validate(question: str, answer: str, context: str, llm: Any | None,
     kind = wrong_kind(question, answer, context if owner_context is None else owner_context)
     if kind is not None:
         return Verdict(False, "wrong_kind", judge=f"skipped: {kind}", reason=kind)
-    invented = invented_name(answer, context, question)
+    invented = None if suggestion else invented_name(answer, context, question)
     if invented is not None:
         return Verdict(False, "invented_name", judge="skipped: a name the context does not hold", reason=invented)
     if is_short(answer):

@@ -93,6 +93,11 @@ def test_a_name_the_context_never_writes_is_made_up() -> None:
     assert invented_name("A trip to Wanaka. The notes say so.", "(1 May 2026, Kai) wanaka trip with Ana") is None
     verdict = validate("Which hotel is Mum staying at in Seville?", "The hotel is the Seville Hotel.", ctx, None)
     assert (verdict.grounded, verdict.stage) == (False, "invented_name")
+    # A suggestion names what it suggests: the judge reads it instead.
+    judge = ScriptedLLM(['"yes"'])
+    verdict = validate("Suggest a weekend away for me and Mum", "A weekend in Granada, Spain, near Seville's trains.",
+                       ctx, judge, suggestion=True)
+    assert (verdict.grounded, verdict.stage, len(judge.calls)) == (True, "judge", 1)
 
 
 FAMILY = (
