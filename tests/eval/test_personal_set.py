@@ -19,7 +19,8 @@ from edgemem.recall.router import TAGS
 PERSONAL = Path(str(files("edgemem.eval") / "data" / "personal.json"))
 FRESH = Path(str(files("edgemem.eval") / "data" / "personal-fresh.json"))  # two check personas written later
 MORE = Path(str(files("edgemem.eval") / "data" / "personal-more.json"))  # two tune personas written later still
-SETS = (PERSONAL, FRESH, MORE)
+TUNE2 = Path(str(files("edgemem.eval") / "data" / "personal-tune2.json"))  # two more tune personas, later again
+SETS = (PERSONAL, FRESH, MORE, TUNE2)
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +43,8 @@ def test_loads_through_the_locomo_loader(samples):
     assert fresh == ["persona-ines", "persona-kwame"] and {splits.split_of(i) for i in fresh} == {"check"}
     more = [c.id for c in locomo.load(MORE, max_file_bytes=10_000_000, max_text_bytes=100_000)]
     assert more == ["persona-lena", "persona-rafael"] and {splits.split_of(i) for i in more} == {"tune"}
+    tune2 = [c.id for c in locomo.load(TUNE2, max_file_bytes=10_000_000, max_text_bytes=100_000)]
+    assert tune2 == ["persona-kai", "persona-graciela"] and {splits.split_of(i) for i in tune2} == {"tune"}
 
 
 def test_shape_of_each_persona(samples):
