@@ -46,6 +46,11 @@ _BEYOND = re.compile(r"\b(?:more\s+than|over|above|beyond|further\s+than|longer\
 _FORBIDS = re.compile(
     r"\b(?:never|don['’]t|do\s+not|won['’]t|will\s+not|can['’]t|cannot|not|no|avoid|nothing)\b", re.IGNORECASE
 )
+# "anything over $200, make me wait 48 hrs first": above the amount, something must wait or be asked
+# first; it bounds what is done straight away, as "never more than" does.
+_DEFERS = re.compile(r"\b(?:wait|ask|check\s+with|sleep\s+on|run\s+it\s+(?:by|past)|think\s+(?:it\s+over|twice)|"
+                     r"hold\s+off)\b", re.IGNORECASE)
+_JUST_BEYOND = re.compile(r"\b(?:more\s+than|over|above)\s*$", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[.;!?()\n]|,\s+(?:but|and|so)\b")
 _BOUND_WORDS = 6  # a bound governs an amount at most this many words later
 # "I've spent £270 ... does a £45 dinner still fit?": what is already used counts with what is asked.
@@ -121,12 +126,13 @@ def limits(sentence: str, *, budget: bool = True) -> list[Limit]:
     £200") — not in a question, where "does a £45 dinner fit my budget?" names the amount asked."""
     out = []
     forbids = _FORBIDS.search(sentence) is not None
+    defers = _DEFERS.search(sentence) is not None
     budget_sentence = budget and re.search(r"\bbudget", sentence, re.IGNORECASE) is not None
     for amount in amounts(sentence):
         before = _clause_before(sentence, amount.start)
         if _LOWER.search(before):
             out.append(Limit(amount, upper=False))
-        elif _UPPER.search(before) or (forbids and _BEYOND.search(before)):
+        elif _UPPER.search(before) or (forbids and _BEYOND.search(before)) or (defers and _JUST_BEYOND.search(before)):
             out.append(Limit(amount, upper=True))
         elif budget_sentence and amount.unit in "£$€" and not out:
             out.append(Limit(amount, upper=True))  # "budget for the night, £200"

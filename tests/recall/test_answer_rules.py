@@ -111,6 +111,8 @@ def test_the_validator_accepts_a_verdict_only_with_the_rule_verbatim() -> None:
     ("What should I bring to Ana's birthday?", False),
     ("could you suggest a film for tonight?", False),  # a request to the assistant, naming no day or time
     ("Could you book me a table on Friday at 8?", True),  # a request that names what rules govern
+    ("there's a jacket on sale for $320, just buy it?", True),  # a bare verb of doing, asked
+    ("did you get it?", False),
 ])
 def test_a_proposal_asks_whether_to_do_something(question, proposal):
     from edgemem.recall.answer import is_proposal
@@ -455,3 +457,12 @@ def test_a_rule_naming_the_time_asked_decides_before_one_sharing_only_a_name() -
             Evidence(2, "weekends still nothing before 9, that's sacred", "2025-12-15T10:00:00", "Kai")]
     assert rule_verdict("theo wants to leave at 8am this saturday, can I do that?", told).text == (
         "No — weekends still nothing before 9, that's sacred")
+
+
+def test_above_an_amount_a_rule_that_makes_one_wait_bounds_buying_straight_away() -> None:
+    told = [Evidence(1, "if i ever try to buy anything over $200 make me wait 48 hrs first. impulse control lol",
+                     "2025-07-20T10:00:00", "Kai")]
+    assert rule_verdict("there's a watch on sale for $320, just buy it?", told).text == (
+        'No — $320 is over the limit: "if i ever try to buy anything over $200 make me wait 48 hrs first."')
+    assert rule_verdict("a $150 jacket on sale, just buy it?", told).text == (
+        'Yes — $150 is within the limit: "if i ever try to buy anything over $200 make me wait 48 hrs first."')
