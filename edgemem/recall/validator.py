@@ -483,13 +483,22 @@ def _speakers(context: str) -> set[str]:
     return {line.speaker for line in (_parse(x) for x in context.splitlines() if x.strip()) if line.speaker}
 
 
+# "Assistant" for "Who looks after Papá now?", "The assistant suggests driving a 2004 Mazda": the
+# assistant's lines restate the user's; the assistant is no one in the user's life and no answer.
+_OF_THE_ASSISTANT = re.compile(r"^\W*(?:the\s+)?(?:assistant|edgemem)\b", re.IGNORECASE)
+_ASKS_OF_THE_ASSISTANT = re.compile(r"\b(?:you|your|assistant)\b", re.IGNORECASE)
+
+
 def wrong_kind(question: str, answer: str, context: str) -> str | None:
-    """Why the answer is not the kind of thing the question asks for, or None: a "how often" reply
+    """Why the answer is not the kind of thing the question asks for, or None: the assistant itself
+    ("the_assistant": "Assistant" for "who looks after Papá now?"), a "how often" reply
     with no frequency in it ("no_frequency"), a "what date" reply that names no day or month
     ("no_date": "2026" for "what date is the Dublin half marathon?"), or a reply that is only the
     name of someone in the conversation when the question asks for no person or name ("How has
     John's artistic skill improved?" answered "Maria!": the vocative a line opens with;
     "only_a_name")."""
+    if _OF_THE_ASSISTANT.match(answer) and not _ASKS_OF_THE_ASSISTANT.search(question):
+        return "the_assistant"
     if _HOW_OFTEN.search(question) and not _FREQUENCY.search(answer):
         return "no_frequency"
     if _ASKS_DATE.search(question) and not _A_DAY.search(answer):

@@ -167,3 +167,15 @@ def test_a_model_verdict_quoting_a_rule_the_context_marks_outdated_is_refused() 
     assert (verdict.grounded, verdict.stage, verdict.reason) == (False, "rule_verdict", "outdated_rule")
     # the same rule on a line that is not marked outdated is a rule that holds
     assert validate(question, stale, context.replace(" (outdated as of 22 July 2025)", ""), None).grounded
+
+
+def test_the_assistant_is_no_answer_about_the_users_life() -> None:
+    from edgemem.recall.validator import wrong_kind
+
+    ctx = "(1 December 2025, Gloria) Nelida starts monday\n(1 December 2025, Assistant) Noted: Nelida starts Monday."
+    assert wrong_kind("Who looks after Papá on weekday mornings now?", "Assistant", ctx) == "the_assistant"
+    assert wrong_kind("what car do i drive these days", "The assistant suggests driving a 2004 Mazda.", ctx) == (
+        "the_assistant")
+    assert wrong_kind("what did you say about my car?", "The assistant said it needs a WoF.", ctx) is None
+    assert wrong_kind("Who looks after Papá now?", "Nelida", ctx) is None
+    assert wrong_kind("What car does Ana drive?", "A Model 3", ctx) is None
