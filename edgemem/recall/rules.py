@@ -52,7 +52,8 @@ _PROPOSAL = re.compile(
     r"^\s*(?:so\s+|and\s+|hey,?\s+)?(?:can|could|may|might|should|shall|ok|okay)\b|"
     r"(?:[,;:\u2013\u2014]|\s-)\s*(?:so\s+|and\s+|but\s+|then\s+)?(?:can|could|may|might|should|shall)\s+\w+[^,;.!?]*\?\s*$|"
     r"\b(?:allowed|(?:ok(?:ay)?|fine|alright|acceptable|safe)\s+(?:to|if|for|with\s+me|by\s+me)|"
-    r"(?:a\s+)?good\s+(?:idea|pick|choice|plan)|yes\s+or\s+no)\b|\b(?:ok(?:ay)?|fine|alright)\s*[?.!]*$|"
+    r"(?:a\s+)?good\s+(?:idea|pick|choice|plan)|yes\s+or\s+no|(?:does|would|will|can)\s+(?:that|it|this)\s+work)\b|"
+    r"\b(?:ok(?:ay)?|fine|alright)\s*[?.!]*$|"
     # a last clause that is a bare verb of doing, asked: "… on sale for $320, just buy it?"
     r"(?:^|[,;:\u2013\u2014]\s*|\s-\s*)(?:so\s+|just\s+|and\s+)*(?:buy|book|get|take|order|accept|sign|grab|pay\s+for|"
     r"go\s+for)\s+(?:it|that|this|them|one)\s*\?\s*$",

@@ -113,6 +113,8 @@ def test_the_validator_accepts_a_verdict_only_with_the_rule_verbatim() -> None:
     ("Could you book me a table on Friday at 8?", True),  # a request that names what rules govern
     ("there's a jacket on sale for $320, just buy it?", True),  # a bare verb of doing, asked
     ("did you get it?", False),
+    ("Mia wants a call at 6:30 in the morning on weekdays. Does that work?", True),
+    ("How does the booking system work?", False),
 ])
 def test_a_proposal_asks_whether_to_do_something(question, proposal):
     from edgemem.recall.answer import is_proposal
