@@ -432,8 +432,9 @@ _NOT_IDIOM = re.compile(r"\b(?:don['’]t|do\s+not|can['’]t|cannot)\s+(?:worry
                         r"imagine|tell|decide)\b", re.IGNORECASE)
 # "Rosa can't come that day", "I'm not allowed to drive that day anyway": a limit on one day is an
 # arrangement, not a standing rule.
-_ONE_DAY = re.compile(r"\b(?:that|this)\s+day\b|\b(?:today|tonight|tomorrow)\b|\bthis\s+(?:time|once)\b",
-                      re.IGNORECASE)
+# ("from today, no more sugar" starts a rule: a start is no one-day limit.)
+_ONE_DAY = re.compile(r"\b(?:that|this)\s+day\b|(?<!\bfrom\s)(?<!\bsince\s)(?<!\bstarting\s)(?<!\bof\s)"
+                      r"\b(?:today|tonight|tomorrow)\b|\bthis\s+(?:time|once)\b", re.IGNORECASE)
 
 
 def _prohibits(sentence: str) -> bool:

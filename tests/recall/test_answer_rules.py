@@ -449,6 +449,9 @@ def test_an_idiom_or_a_limit_on_one_day_is_no_rule() -> None:
             Evidence(3, "Sunday mornings are for mass, no appointments before 1pm on Sundays.", "2025-09-01T09:00:00",
                      "Rosa")]
     assert rule_verdict("Can I book a clinic appointment for Sunday at 4pm?", told[:2]) is None
+    # a rule that starts today is a rule
+    sugar = [Evidence(4, "from today, no more sugar in my tea.", "2025-10-03T09:00:00", "Rosa")]
+    assert rule_verdict("Can I have sugar in my tea?", sugar).text == "No — from today, no more sugar in my tea."
     assert rule_verdict("Can I book a clinic appointment for Sunday at 11am?", told).text == (
         "No — Sunday mornings are for mass, no appointments before 1pm on Sundays.")
 
