@@ -896,7 +896,8 @@ _NEAR_WORDS = 6  # a number with no unit counts only this close to a word of the
 
 
 # "at 10:30", "from 9:00", "1:30pm": a time of day, when something happens, not a reading of it.
-_AT_CLOCK = re.compile(r"\b(?:at|from|until|till|by|before|after|around|about|to)\s+$", re.IGNORECASE)
+# ("got it down to 27:05", "in about 28:30" are readings: no "to" or "about" here.)
+_AT_CLOCK = re.compile(r"\b(?:at|from|until|till|by|before|after)\s+$", re.IGNORECASE)
 _CLOCK_AFTER = re.compile(r"\s*(?:[ap]\.?m\b|h\b|o['’]?clock\b)", re.IGNORECASE)
 # A question about when in the day: its times of day are the values ("what time do I call mum now?").
 _ASKS_TIME_OF_DAY = re.compile(r"\b(?:time|times|when|o['’]?clock|hours?)\b", re.IGNORECASE)

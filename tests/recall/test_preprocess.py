@@ -749,3 +749,7 @@ def test_a_state_trend_reads_no_time_of_day_or_money_unless_the_question_asks_fo
         "From 10:30 (5 September 2025) to 9:00 (3 December 2025): 10:30 (5 September 2025) → 9:00 (3 December 2025)",
         [1, 3])
     assert timeline("How much has Papá's care cost?", told).computed[0].startswith("From 1,480 dollars")
+    runs = [Evidence(4, "parkrun this morning, got it down to 28:10", "2025-03-01T10:00:00", speaker="Gloria"),
+            Evidence(5, "parkrun again, in about 27:40", "2025-04-01T10:00:00", speaker="Gloria")]
+    assert timeline("What's my parkrun PB?", runs).computed[0] == (
+        "From 28:10 (1 March 2025) to 27:40 (1 April 2025): 28:10 (1 March 2025) → 27:40 (1 April 2025)")
