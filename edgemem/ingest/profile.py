@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from edgemem import prompts
-from edgemem.errors import ContextTooLong, SchemaError
+from edgemem.errors import ConfigError, ContextTooLong, SchemaError
 from edgemem.ingest.notes import NoteDraft
 from edgemem.ingest.profile_filter import THRESHOLD, ProfileFilter
 from edgemem.ingest.worker import WriteContext
@@ -272,8 +272,10 @@ class ProfileStep:
     name = "profile"
 
     def __init__(self, threshold: float = THRESHOLD) -> None:
-        """``threshold``: the learned filter's probability a note needs to reach the model; above 1
-        only cues reach it (the ``profile_filter`` setting)."""
+        """``threshold``: the learned filter's probability a note needs to reach the model; 1 leaves
+        only the cues (the ``profile_filter`` setting)."""
+        if not 0.0 < threshold <= 1.0:
+            raise ConfigError(f"profile_filter must be a probability above 0 and at most 1, not {threshold!r}")
         self.threshold = threshold
         self._filter: ProfileFilter | None = None
 

@@ -18,18 +18,12 @@ from edgemem.ingest import clusters, topics
 from edgemem.ingest.evolve import EvolveStep
 from edgemem.ingest.gate import GateStep
 from edgemem.ingest.profile import ProfileStep
-from edgemem.errors import ConfigError
 from edgemem.ingest.worker import WriteStep
 
 
 def default_steps(profile_filter: float | None = None) -> list[WriteStep]:
     """``profile_filter``: the setting of that name (None: the profile filter's fitted default)."""
-    if profile_filter is None:
-        profile = ProfileStep()
-    elif 0.0 < profile_filter <= 1.0:
-        profile = ProfileStep(threshold=profile_filter)
-    else:
-        raise ConfigError(f"profile_filter must be a probability above 0 and at most 1, not {profile_filter!r}")
+    profile = ProfileStep() if profile_filter is None else ProfileStep(threshold=profile_filter)
     return [GateStep(), clusters.ClusterStep(), topics.KeywordStep(), EvolveStep(), profile]
 
 

@@ -125,7 +125,7 @@ def prepare(
     # dates was the Oslo kickoff?" answered with the first dates, the moved ones packed last): marked
     # for any targeted question, it hid the line that held what else was asked of it ("Who's Mochi's
     # vet?": the cat-sitting plan 5-9 March, later told again for December, held the vet).
-    if _ASKS_DATE.search(question):
+    if _DATE_ASKED.search(question):
         return Prepared(tag, _outdate(evidence, redated(evidence)))
     return Prepared(tag, list(evidence))
 
@@ -360,7 +360,7 @@ def _outdate(evidence: Sequence[Evidence], moved: Mapping[int, Evidence]) -> lis
 
 
 # "What dates was the kickoff?", "when's the dentist?", "which day is choir?": the answer is a date.
-_ASKS_DATE = re.compile(r"^\s*(?:when\b|(?:what|which)\s+(?:dates?|days?)\b(?!\s+of\s+the\s+week))", re.IGNORECASE)
+_DATE_ASKED = re.compile(r"^\s*(?:when\b|(?:what|which)\s+(?:dates?|days?)\b(?!\s+of\s+the\s+week))", re.IGNORECASE)
 _ASKS_PLAN = re.compile(r"^\s*(?:when(?:['’]s|\s+(?:is|are|will|am|do|does))|what\s+(?:date|day|time)\s+(?:is|are|will|do|does))\b",
                         re.IGNORECASE)
 # "How many days between A and B?", "How long was it from A to B?": the distance is the answer.
@@ -903,6 +903,7 @@ _CLOCK_AFTER = re.compile(r"\s*(?:[ap]\.?m\b|h\b|o['’]?clock\b)", re.IGNORECAS
 _ASKS_TIME_OF_DAY = re.compile(r"\b(?:time|times|when|o['’]?clock|hours?)\b", re.IGNORECASE)
 # Money is a reading only for a question about money: "how did Papá's care change?" is not answered
 # by the price of a flight told beside it ("1,480 dollars → 180 dollars").
+# (Not limits' currency words: "pounds" after a number is a weight here, _UNIT_SAME.)
 _MONEY_UNITS = frozenset({"dollar", "dollars", "peso", "pesos", "euro", "euros", "usd", "eur", "gbp", "quid", "bucks",
                           "yen", "rupees", "francs", "krone", "kronor"})
 _ASKS_MONEY = re.compile(r"\b(?:how\s+much|cost|costs|price|prices|priced|spent|spend|paid|pay|rent|budget|money|"
