@@ -411,12 +411,25 @@ def _arranged(m: re.Match, ctx: _Context) -> bool:
     return not any(w.group().lower() not in _NOT_PAST for w in _PAST_MARKERS.finditer(between))
 
 
+# A trip's legs written as participles ("bought the ticket today, leaving 12 February and coming back 5
+# March"): the date is the leg's, and the participle has no tense of its own, so the past verb of the
+# buying does not date the trip. Not after "was"/"were" ("we were leaving on the 3rd" is a past plan).
+_LEG = re.compile(
+    r"(?<!\bwas\s)(?<!\bwere\s)\b(?:leaving|returning|departing|arriving|flying|coming|getting|heading|going|"
+    r"driving|travell?ing|setting\s+off|starting|moving)(?:\s+(?:back|home|out|in|over|down|up))?"
+    r"\s+(?:on\s+)?(?:the\s+)?$",
+    re.IGNORECASE,
+)
+
+
 def _reading(m: re.Match, ctx: _Context) -> Optional[str]:
     """'past', 'future' or None (not past: the nearest occurrence) for a date without a year."""
     if _since(m, ctx):
         return "past"
     if _target(m, ctx) or _arranged(m, ctx):
         return "future"
+    if _LEG.search(ctx.text, max(0, m.start("p") - 40), m.start("p")):
+        return None
     return _tense(ctx, m.start(), m.end())
 
 

@@ -418,3 +418,17 @@ def test_an_emoji_ends_the_sentence_whose_tense_a_date_takes() -> None:
 ])
 def test_a_texted_weekday_after_this_next_or_last(text, expected):
     assert annotate(text, datetime(2025, 11, 9, 22, 0)) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    # A trip's legs as participles take no tense from the buying before them: the coming February.
+    ("I bought the ticket today, leaving 12 February and coming back 5 March, 1,480 dollars.",
+     "I bought the ticket today [19 October 2025], leaving 12 February [12 February 2026] and coming back "
+     "5 March [5 March 2026], 1,480 dollars."),
+    # Told as a past plan ("were leaving"), the past verb still dates it.
+    ("we were leaving on the 3rd of May", "we were leaving on the 3rd of May [3 May 2025]"),
+    # A verb of its own before a gerund is a past event, not a leg: "went hiking" keeps the past.
+    ("we went hiking on 5 June, loved it", "we went hiking on 5 June [5 June 2025], loved it"),
+])
+def test_a_trips_legs_take_no_tense_from_the_verb_before_them(text, expected):
+    assert annotate(text, datetime(2025, 10, 19, 20, 0)) == expected
