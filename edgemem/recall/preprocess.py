@@ -32,7 +32,7 @@ from edgemem.recall.rules import replaced_rules, rule_sentences_of
 from edgemem.recall.events import anchors
 from edgemem.recall.limits import has_limit
 from edgemem.recall.tools import (
-    Count, count_occurrences, describe_days, describe_months, describe_weeks, ground, nth_event, verb_forms,
+    Count, count_occurrences, describe_days, describe_months, describe_weeks, ground, nth_event, stretch, verb_forms,
 )
 from edgemem.text import MONTH_NAMES, STOPWORDS, day_label
 
@@ -112,7 +112,7 @@ def prepare(
     ``asked_days``: the spans the question's own dates name (an overview of "December").
     ``similar``: each note's cosine to the question (an overview's lines about its subject)."""
     if tag == "temporal-reasoning":
-        return temporal(question, evidence, reference=reference, supersedes=supersedes)
+        return temporal(question, evidence, reference=reference, supersedes=supersedes, asked_days=asked_days)
     if tag == "conflict-resolution":
         return recency(question, evidence, supersedes=supersedes)
     if tag == "broad-summarization":
@@ -212,7 +212,7 @@ def _span_length(question: str, first: date, last: date) -> str:
 
 
 def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | None = None,
-             supersedes: Mapping[int, int] | None = None) -> Prepared:
+             supersedes: Mapping[int, int] | None = None, asked_days: Sequence[tuple[date, date]] = ()) -> Prepared:
     """Chronological sort plus date math between the question's anchors (A.2 Date Math Calculator).
 
     Two anchors: each gets the date of its best-matching item and a fact says which came first and
@@ -261,13 +261,15 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         _, day, label, exact = dated[0]
         about = "" if exact else "about "
         facts.append(f"{label} → {day_label(reference)} (reference date): {about}{_describe(question, day, reference)}")
-    elif len(found) == 1 and spans and _HOW_LONG.search(question):
-        # "How long do the exams last, first to last?": one event written as a range ("11 May to 19 June").
-        span = spans[0]
-        if span.end > span.start:
+    elif len(found) == 1 and _HOW_LONG.search(question) and not _COUNTDOWN.search(question):
+        # "How long do the exams last, first to last?": one event written as a range ("11 May to 19
+        # June"); "How many nights did Martín stay?": a day and the day it closes ("until the 2nd"),
+        # moved by a later line ("ended up staying until Sunday the 4th").
+        span = stretch(found[0], evidence, asked_days) or (spans[0] if spans else None)
+        if span is not None and span.end > span.start:
             length = _span_length(question, span.start, span.end)
             facts.append(f"{span.label}, first day to last: {length}")
-            direct = (f"{length[0].upper()}{length[1:]} ({span.label})", cites)
+            direct = (f"{length[0].upper()}{length[1:]} ({span.label})", [span.note_id] if span.note_id else cites)
     if len(found) == 1 and spans and _WEEKDAY_ASKED.search(question) and spans[0].start == spans[0].end:
         # Only a fact: the question's one anchor is the whole question, so the line it grounds to
         # may be a neighbour's ("Mum's in Rosewood House", said 9 September, for "Mum's 80th").
@@ -366,6 +368,11 @@ _ASKS_PLAN = re.compile(r"^\s*(?:when(?:['’]s|\s+(?:is|are|will|am|do|does))|w
 # "How many days between A and B?", "How long was it from A to B?": the distance is the answer.
 _BETWEEN = re.compile(r"\bhow\s+(?:many\s+(?:days|weeks|months)|long)\b.*\b(?:between|from)\b", re.IGNORECASE)
 _HOW_LONG = re.compile(r"\bhow\s+(?:long|many\s+(?:days|nights|weeks|months))\b", re.IGNORECASE)
+# "How many days until my flight?", "how many weeks left?": counted from today, not a stretch told.
+# "How many days early was Tomás compared with the due date?" measures between two events, not a stretch.
+# "How long have they been married?" runs to today.
+_COUNTDOWN = re.compile(r"\b(?:until|till|left|to\s+go|ago|since|early|earlier|late|later|compared|than)\b|"
+                        r"\bhow\s+long\s+(?:have|has)\b", re.IGNORECASE)
 _WEEKDAY_ASKED = re.compile(r"\b(?:day\s+of\s+the\s+week|what\s+day|which\s+day)\b", re.IGNORECASE)
 
 

@@ -26,7 +26,7 @@ from datetime import date, timedelta
 from dateutil.relativedelta import relativedelta
 
 from edgemem.recall.events import anchors
-from edgemem.recall.evidence import ASSISTANT_SPEAKERS, Evidence, jaccard, terms
+from edgemem.recall.evidence import ASSISTANT_SPEAKERS, Evidence, jaccard, parse_iso_day, terms
 from edgemem.text import day_label
 
 __all__ = [
@@ -382,6 +382,94 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
     if said is None:
         return None
     return Grounded(event, said, said, day_label(said), True, note_id)
+
+
+# A stretch of days closes with one of these just before its last day: "stay until the 2nd of
+# January", "came home on Friday the 7th", "going back on Thursday 26 February".
+_CLOSES = re.compile(
+    r"\b(?:until|till|til|back|home|return(?:s|ed|ing)?)\s+(?:on\s+)?(?:the\s+)?(?:[a-z]+day\s+)?(?:the\s+)?$",
+    re.IGNORECASE,
+)
+_SENTENCE_GAP = re.compile(r"(?<=[.!?])\s+")
+_HOLIDAY = re.compile(r"christmas|xmas|new\s+year|easter|boxing|halloween|valentine|thanksgiving|hanukkah|diwali|eid\b",
+                      re.IGNORECASE)
+_CLOSE_WINDOW = 30  # characters before a date searched for a closing word
+_MOVED_END = 10  # days: a later line's new last day moves this stretch's end, no further away
+
+
+def _days_in(item: Evidence) -> list[tuple[int, date, date, str]]:
+    """(offset, first day, last day, phrase) of each day-exact date or range stored on a line, in text order."""
+    low = item.text.lower()
+    out = []
+    for d in item.dates:
+        if d.get("granularity", "day") != "day" or d.get("approximate"):
+            continue
+        start, end = parse_iso_day(d.get("start")), parse_iso_day(d.get("end") or d.get("start"))
+        phrase = str(d.get("phrase") or "").lower()
+        at = low.find(phrase) if phrase else -1
+        if start and end and at >= 0:
+            out.append((at, start, end, phrase))
+    return sorted(out)
+
+
+def _closes(item: Evidence) -> list[tuple[int, date]]:
+    return [(at, a) for at, a, b, _ in _days_in(item)
+            if a == b and _CLOSES.search(item.text, max(0, at - _CLOSE_WINDOW), at)]
+
+
+def _stretch_of(item: Evidence) -> tuple[date, date] | None:
+    """The line's stretch: a range it stores ("27 dec to 2 jan"), else a day it closes with
+    ("until the 2nd") and the first day before it, in that sentence or the one before, that is neither
+    the day the line was said ("bought the ticket today, leaving 12 February and coming back 5 March")
+    nor a holiday."""
+    days = _days_in(item)
+    ranges = [(a, b) for _, a, b, phrase in days if b > a and re.search(r"\d", phrase)]  # not "the weekend"
+    if ranges:
+        return ranges[0]
+    for at, end in _closes(item):
+        bounds = [0] + [m.end() for m in _SENTENCE_GAP.finditer(item.text, 0, at)]
+        since = bounds[-2] if len(bounds) > 1 else 0
+        # "christmas [25 December]: going to mum's on the 23rd": a holiday frames a stay, it does not open it.
+        opens = [a for where, a, b, phrase in days
+                 if since <= where < at and a == b and a < end and a != item.day and not _HOLIDAY.search(phrase)]
+        if opens:
+            return opens[0], end
+    return None
+
+
+def stretch(event: str, evidence: Sequence[Evidence], within: Sequence[tuple[date, date]] = ()) -> Grounded | None:
+    """First and last day of a stay or stretch the notes tell ("How many nights did Martín stay with us
+    over Christmas?"), from the stored dates: the line sharing most words with ``event`` that holds a
+    stretch (see :func:`_stretch_of`; a line not outdated first, then the earliest told), overlapping
+    ``within`` when the question names days; then a later line on the same thing that gives a new
+    last day ("ended up staying until Sunday the 4th") moves its end. None when no line holds one."""
+    wanted = terms(event) - _DATE_ONLY
+    lines = [e for e in evidence if e.kind != "summary"]
+    # A word few lines hold says more: "Ella's GCSEs" is the GCSE line, not Ella's mocks.
+    spread = {t: sum(t in terms(e.text) for e in lines) for t in wanted}
+    best: tuple | None = None
+    chosen: tuple[Evidence, tuple[date, date]] | None = None
+    for i, item in enumerate(lines):
+        held = wanted & terms(item.text)
+        span = _stretch_of(item) if held else None
+        if span is None or (within and not any(a <= span[1] and span[0] <= b for a, b in within)):
+            continue
+        weight = round(sum(1 / spread[t] for t in held), 6)
+        key = (weight, not item.stale, -(item.day or date.max).toordinal(), -i)
+        if best is None or key > best:
+            best, chosen = key, (item, span)
+    if chosen is None:
+        return None
+    item, (start, end) = chosen
+    told = item.day
+    for later in sorted((e for e in lines if e.day and told and e.day > told and wanted & terms(e.text)),
+                        key=lambda e: e.day):
+        for _, day in _closes(later):
+            if start < day and abs((day - end).days) <= _MOVED_END:
+                end = day
+                break
+    label = f"{day_label(start)} to {day_label(end)}"
+    return Grounded(event, start, end, label, False, item.note_id)
 
 
 def ground_operands(args: Sequence[str], evidence: Sequence[Evidence | str], question: str | None = None) -> list[date]:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 
 import pytest
 
+from edgemem.ingest.dates import annotate, resolve_dates
 from edgemem.recall.evidence import Evidence, jaccard, terms
 from edgemem.recall.preprocess import (
     ABOUT_COSINE,
@@ -753,3 +754,42 @@ def test_a_state_trend_reads_no_time_of_day_or_money_unless_the_question_asks_fo
             Evidence(5, "parkrun again, in about 27:40", "2025-04-01T10:00:00", speaker="Gloria")]
     assert timeline("What's my parkrun PB?", runs).computed[0] == (
         "From 28:10 (1 March 2025) to 27:40 (1 April 2025): 28:10 (1 March 2025) → 27:40 (1 April 2025)")
+
+
+def told(note_id: int, text: str, when: str, speaker: str = "Graciela") -> Evidence:
+    """A line as ingestion stores it: annotated, with its resolved dates."""
+    said = datetime.fromisoformat(when)
+    dates = [{"phrase": d.phrase, "start": d.start.isoformat(), "end": d.end.isoformat(), "granularity": d.granularity,
+              "approximate": d.approximate, "label": d.label()} for d in resolve_dates(text, said)]
+    return ev(note_id, annotate(text, said), when, speaker, dates=dates)
+
+
+def test_a_stay_runs_from_its_first_day_to_the_day_it_closes_moved_by_a_later_line() -> None:
+    plan = told(1, "Martín arrives tomorrow on the Buquebus with Julieta and they'll stay until the 2nd of January.",
+                "2025-12-22T20:00:00")
+    moved = told(2, "Christmas was lovely. Martín and Julieta ended up staying until Sunday the 4th because the "
+                    "Buquebus on the 2nd was full.", "2026-01-14T20:00:00")
+    other = told(3, "Martín's band plays Buenos Aires from 10 to 14 March.", "2026-01-14T20:05:00")
+    assert temporal("How many nights did Martín stay with us over Christmas?", [plan, moved, other]).direct[0] == (
+        "12 nights (23 December 2025 to 4 January 2026)")
+    # Without the later line, the plan as told; a question counted from today is no stay.
+    assert temporal("How many nights did Martín stay with us?", [plan]).direct[0] == (
+        "10 nights (23 December 2025 to 2 January 2026)")
+    assert temporal("How long have Martín and Julieta been together?", [plan, moved]).direct is None
+
+
+def test_a_stretch_told_as_a_day_and_a_return_home() -> None:
+    hospital = told(1, "On Monday the 3rd Papá woke up gasping; they took him in with fluid in the lungs. He came home "
+                       "on Friday the 7th.", "2025-11-12T20:00:00")
+    rosa = told(2, "Her last day with Papá will be Friday 28 November.", "2025-10-19T20:00:00")
+    assert temporal("how long was papá in hospital in november?", [rosa, hospital],
+                    asked_days=[(date(2025, 11, 1), date(2025, 11, 30))]).direct[0] == (
+        "4 days, 5 days counting both ends (3 November 2025 to 7 November 2025)")
+
+
+def test_a_stretch_is_the_one_told_with_the_rarest_of_the_questions_words() -> None:
+    mocks = told(1, "Ella's mocks are 1 to 12 December, so the house has to be quiet.", "2025-11-20T20:00:00", "Tom")
+    dinner = told(2, "Ella wants pizza on Friday.", "2025-11-21T20:00:00", "Tom")
+    gcses = told(3, "GCSEs from 11 May to 19 June.", "2026-01-12T20:00:00", "Tom")
+    assert temporal("How long do Ella's GCSEs last, first exam to last?", [mocks, dinner, gcses]).direct[0] == (
+        "39 days, 40 days counting both ends (11 May 2026 to 19 June 2026)")
