@@ -271,9 +271,15 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
             facts.append(f"{span.label}, first day to last: {length}")
             direct = (f"{length[0].upper()}{length[1:]} ({span.label})", [span.note_id] if span.note_id else cites)
     if len(found) == 1 and spans and _WEEKDAY_ASKED.search(question) and spans[0].start == spans[0].end:
-        # Only a fact: the question's one anchor is the whole question, so the line it grounds to
-        # may be a neighbour's ("Mum's in Rosewood House", said 9 September, for "Mum's 80th").
-        facts.append(f"{spans[0].label} is a {spans[0].start.strftime('%A')}")
+        # A fact, and the answer only when the line it grounds to holds every word the question
+        # names the day by ("mum's birthday"): the one anchor is the whole question, so the line may
+        # be a neighbour's ("Mum's in Rosewood House", said 9 September, for "Mum's 80th").
+        span = spans[0]
+        weekday = span.start.strftime("%A")
+        facts.append(f"{span.label} is a {weekday}")
+        line = next((e for e in evidence if e.note_id == span.note_id), None)
+        if line is not None and span.exact and terms(found[0]) - _WEEKDAY_WORDS <= terms(line.text):
+            direct = (f"{weekday}, {span.label}", [line.note_id])
     return Prepared("temporal-reasoning", ordered, facts, direct=direct)
 
 
@@ -373,7 +379,12 @@ _HOW_LONG = re.compile(r"\bhow\s+(?:long|many\s+(?:days|nights|weeks|months))\b"
 # "How long have they been married?" runs to today.
 _COUNTDOWN = re.compile(r"\b(?:until|till|left|to\s+go|ago|since|early|earlier|late|later|compared|than)\b|"
                         r"\bhow\s+long\s+(?:have|has)\b", re.IGNORECASE)
-_WEEKDAY_ASKED = re.compile(r"\b(?:day\s+of\s+the\s+week|what\s+day|which\s+day)\b", re.IGNORECASE)
+_WEEKDAY_ASKED = re.compile(r"\b(?:day\s+of\s+the\s+week|what\s+(?:week)?day|which\s+(?:week)?day|date\s+and\s+day)\b",
+                            re.IGNORECASE)
+# The words a weekday question asks with, not the words that name its day ("what day of the week
+# was mum's birthday last year?" names it by "mum's birthday").
+_WEEKDAY_WORDS = terms("what which day week weekday date exactly when was is will be last this next year month now "
+                       "actual actually")
 
 
 # --- conflict-resolution ------------------------------------------------------------------------

@@ -793,3 +793,13 @@ def test_a_stretch_is_the_one_told_with_the_rarest_of_the_questions_words() -> N
     gcses = told(3, "GCSEs from 11 May to 19 June.", "2026-01-12T20:00:00", "Tom")
     assert temporal("How long do Ella's GCSEs last, first exam to last?", [mocks, dinner, gcses]).direct[0] == (
         "39 days, 40 days counting both ends (11 May 2026 to 19 June 2026)")
+
+
+def test_a_weekday_question_is_answered_when_the_line_names_the_day_as_asked() -> None:
+    start = told(1, "Nélida started on Monday and it's going well. Papá already taught her truco.", "2025-12-03T20:00:00")
+    assert temporal("when exactly did Nélida start with Papá, date and day?", [start]).direct == (
+        "Monday, 1 December 2025", [1])
+    # A line that holds only part of what names the day gives the weekday as a fact, for the model.
+    visit = told(2, "Mum's in Rosewood House now, I saw her on the 4th.", "2025-09-09T19:00:00", "Tom")
+    prepared = temporal("What day of the week is Mum's 80th?", [visit])
+    assert prepared.direct is None and prepared.facts == ["4 September 2025 is a Thursday"]
