@@ -540,7 +540,7 @@ def diversify(
 _OVERVIEW_WORDS = terms(
     "rundown overview summary summarise summarize sum recap remind everything anything happened happening "
     "happen coming upcoming next couple soon around tell give catch update updates latest news whole story "
-    "order sequence told telling say said know knew known mention mentioned"
+    "order sequence told telling say said know knew known mention mentioned step thru saga"
 )
 # "Which books have I finished?", "What instruments does Melanie play?": a question that names the
 # kind of item it wants (a noun between the wh-word and its verb) asks for a list the model writes.
@@ -549,6 +549,7 @@ _ITEM_QUESTION = re.compile(
     r"[\w+'’-]+(?:\s+[\w+'’-]+){0,3}?\s+(?:do|does|did|has|have|had|is|are|was|were|can|could|will|would)\b",
     re.IGNORECASE,
 )
+_POSSESSIVE = re.compile(r"(?<=\s)(?=[^\W\d_])[\w-]+['’]s\b")  # a name's ("Íñigo's"), not the first word's ("What's")
 DIGEST_MAX = 8  # lines in a digest (MemFlow's broad budget packs far more; a reader scans about this many)
 _DIGEST_WORDS = 30  # words of a note shown in a digest line
 _ECHO_JACCARD = 0.8  # a line sharing this much with a chosen one repeats it (a changed plan does not)
@@ -600,10 +601,14 @@ def digest(question: str, evidence: Sequence[Evidence],
                  for d in e.dates] or [(e.day, e.day)]
         return any(a and b and a <= end and b >= start for a, b in spans for start, end in asked_days)
 
-    if names and topic and not any(named(e) and terms(e.text) & topic for e in lines):
-        # "What are some changes Melanie has faced during her transition?": no line ties the name
-        # to the topic, so the question may be about someone else's (an adversarial swap): the model
-        # answers, and may abstain.
+    speakers = set().union(*(terms(e.speaker) for e in evidence if e.speaker))
+    owned = names & speakers or any(w[0].isupper() for w in _POSSESSIVE.findall(question))
+    if owned and topic and not any(named(e) and terms(e.text) & topic for e in lines):
+        # "What are some changes Melanie has faced during her transition?", "Summarise Íñigo's
+        # career": no line ties the name to the topic, so the question may be about someone else's
+        # (an adversarial swap): the model answers, and may abstain. A name that nobody speaks as
+        # and that owns nothing in the question is a place or a thing the asker's topic is at ("How
+        # did my hours at Spoke & Chain change?"): its lines are the answer.
         return None
     found = [e for e in lines if about(e) and (not asked_days or within(e))]
     wanted = names | topic

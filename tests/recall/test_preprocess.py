@@ -552,6 +552,18 @@ def test_an_overview_with_no_line_tying_the_name_to_the_topic_is_left_to_the_mod
     assert digest("What are some changes Caroline has faced during her transition?", lines) is not None
 
 
+def test_a_place_the_askers_topic_is_at_needs_no_line_tying_it_to_the_topic() -> None:
+    lines = [Evidence(1, "i work at spoke & chain in sydenham. wed arvo 1-5 and sat 9-3", "2025-08-27T21:00:00", speaker="Kai"),
+             Evidence(2, "dropping wednesdays at spoke & chain from october, just saturdays", "2025-09-18T21:00:00",
+                      speaker="Kai"),
+             Evidence(3, "quit spoke & chain, last shift was saturday", "2025-11-26T21:00:00", speaker="Kai"),
+             Evidence(4, "lucía and íñigo are coming in july", "2025-11-27T21:00:00", speaker="Kai")]
+    found = digest("How did my hours at Spoke & Chain change over time?", lines)
+    assert found is not None and found[1] == [1, 2, 3]
+    # A name that owns the topic ("Íñigo's career") is no place: no line ties them, so no overview.
+    assert digest("Summarise Íñigo's career for me", lines) is None
+
+
 def test_a_count_takes_how_often_a_line_says_it_happened_and_only_the_named_persons_lines() -> None:
     sessions = [
         Evidence(1, "bouldering Sunday, first V4 since the knee", "2025-07-15T21:00:00", speaker="Jonas", session="s1"),
