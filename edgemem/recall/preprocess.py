@@ -763,7 +763,7 @@ def _count_facts(question: str, evidence: Sequence[Evidence], asked_days: Sequen
     whose = [e for e in evidence if (terms(e.text) | terms(e.speaker or "")) & names] if names else list(evidence)
     who = _named(question, names)
     facts = []
-    for word in dict.fromkeys(_compound(question) + re.findall(_WORDS, question)):
+    for word in dict.fromkeys(_compound(question) + _head(question) + re.findall(_WORDS, question)):
         low = word.lower().removesuffix("'s")
         if len(low) < 3 or low in STOPWORDS or low in _COUNT_NOISE or low in speakers or terms(low) & names:
             continue
@@ -789,6 +789,26 @@ def _count_facts(question: str, evidence: Sequence[Evidence], asked_days: Sequen
 # ("food") also counted a cat's diet food (Priya: 13 for 10).
 _AUX = r"(?:have|has|had|did|do|does|were|was|is|are|will)\b"
 _COUNTED = re.compile(rf"\bhow\s+many\s+((?:(?!{_AUX})[A-Za-z][\w'-]*\s+){{3,5}}){_AUX}", re.IGNORECASE)
+
+
+# "How many parking tickets …?": the thing counted is the ticket ("ticket #2", "ANOTHER ticket" never
+# say parking). "How many fishing trips …?": a trip, a session, a night is the unit events come in,
+# and the word before it says which events ("went fishing with Josh" says no trip).
+_UNIT_NOUNS = frozenset(
+    "trip trips session sessions night nights day days time times visit visits class classes lesson lessons game "
+    "games run runs match matches meeting meetings appointment appointments shift shifts event events outing "
+    "outings week weeks weekend weekends".split()
+)
+_TWO_WORDS = re.compile(rf"\bhow\s+many\s+([A-Za-z][\w'-]*)\s+([A-Za-z][\w'-]*)\s+{_AUX}", re.IGNORECASE)
+
+
+def _head(question: str) -> list[str]:
+    """["tickets"] for "How many parking tickets have I had?": a two-word thing counted by its last
+    word, unless that word is only the unit its events come in ("fishing trips"); else nothing."""
+    m = _TWO_WORDS.search(question)
+    if not m or m.group(2).lower() in _UNIT_NOUNS or m.group(1)[0].isupper():
+        return []  # "Tokyo trips": a name says which
+    return [m.group(2)]
 
 
 def _compound(question: str) -> list[str]:

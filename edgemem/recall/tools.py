@@ -665,6 +665,10 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str],
         found = kept
         if not found and contrast is None:  # "no parkrun this week, too tired": mentioned, no event
             continue
+        if found and all(_BACK.search(text, max(0, m.start() - 24), m.start()) for m in found):
+            # "still havent paid that ticket": the one told before, mentioned again, no event of its own
+            mentions += len(found)
+            continue
         mentions += len(found) or 1
         if isinstance(item, Evidence):
             ids.append(item.note_id)
@@ -684,6 +688,10 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str],
     ahead = tuple(e for e in _distinct_events(planned) if _on_days(e, within))
     return Count(cleaned, mentions, tuple(ids), len(sessions) if sessions else len(ids), events, negated,
                  bool(within), ahead)
+
+
+# A mention that points back at one told before: "that ticket", "the same ticket", "this same race".
+_BACK = re.compile(r"\b(?:that|those|the\s+same|this\s+same|said)\s+(?:[a-z]+\s+)?$", re.IGNORECASE)
 
 
 def _on_days(event: CountedEvent, within: Sequence[tuple[date, date]]) -> bool:

@@ -505,7 +505,15 @@ def test_a_count_of_things_adds_up_the_numbers_each_event_gives_and_skips_the_as
                Evidence(6, "another parking ticket, $60 this time", "2025-11-04T10:00:00", speaker="Kai", session="s2"),
                Evidence(7, "sold my 2004 mazda ute", "2025-11-25T10:00:00", speaker="Kai", session="s3")]
     assert timeline("How many parking tickets have I had?", tickets).direct is None
-    assert timeline("How many parking tickets have I had?", tickets).facts[0].startswith("number of parking: 2 ")
+    assert timeline("How many parking tickets have I had?", tickets).facts[0].startswith("number of tickets: 2 ")
+    # The ticket is the thing counted ("ticket #2" says no parking), and "that ticket" is one told before.
+    more = tickets + [Evidence(8, "ticket #3 btw. $40 outside the bike shop", "2025-11-20T10:00:00", speaker="Kai",
+                               session="s4"),
+                      Evidence(9, "still havent paid that ticket from outside the bike shop", "2025-11-28T10:00:00",
+                               speaker="Kai", session="s5")]
+    assert timeline("How many parking tickets have I had?", more).facts[0].startswith("number of tickets: 3 ")
+    # A trip is only the unit: "how many fishing trips" counts the fishing.
+    assert timeline("How many fishing trips have I done?", trips).facts[0].startswith("number of fishing: 3 ")
     assert timeline("How many mazda utes have I sold?", tickets).direct is None
 
 
