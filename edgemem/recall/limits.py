@@ -44,7 +44,7 @@ _UPPER = re.compile(
 _LOWER = re.compile(r"\b(?:at\s+least|min(?:imum)?|no\s+less\s+than|not\s+less\s+than|no\s+fewer\s+than)\b", re.IGNORECASE)
 _BEYOND = re.compile(r"\b(?:more\s+than|over|above|beyond|further\s+than|longer\s+than|past)\b", re.IGNORECASE)
 _FORBIDS = re.compile(
-    r"\b(?:never|don['’]t|do\s+not|won['’]t|will\s+not|can['’]t|cannot|not|no|avoid|nothing)\b", re.IGNORECASE
+    r"\b(?:never|don['’]?t|do\s+not|won['’]?t|will\s+not|can['’]?t|cannot|not|no|avoid|nothing)\b", re.IGNORECASE
 )
 # "anything over $200, make me wait 48 hrs first": above the amount, something must wait or be asked
 # first; it bounds what is done straight away, as "never more than" does.

@@ -850,8 +850,8 @@ def _total(question: str, word: str, found: Count) -> str | None:
 # time limit or "for me / ever / please" makes it a standing rule ("No calls before 10am") rather
 # than an answer ("no idea").
 _MODAL = re.compile(
-    r"\b(?:always|never|must(?:n['’]t|\s+not)?|don['’]t|do\s+not|not\s+allowed|allowed|only|"
-    r"should(?:n['’]t|\s+not)?|prefer(?:s|red)?|rules?|avoid(?:s|ing)?|allergic|allerg(?:y|ies)|can['’]t|cannot|won['’]t|"
+    r"\b(?:always|never|must(?:n['’]t|\s+not)?|don['’]?t|do\s+not|not\s+allowed|allowed|only|"
+    r"should(?:n['’]t|\s+not)?|prefer(?:s|red)?|rules?|avoid(?:s|ing)?|allergic|allerg(?:y|ies)|can['’]?t|cannot|won['’]?t|"
     r"not\s+(?:before|after|on|during|until|past)|no(?=\s+[a-z]+\s+(?:before|after|on|during|at|in|past|until)\b)|"
     r"(?:nothing|none)(?=\s+(?:before|after|on|during|until|past)\b)"
     r")\b|(?:^|[.!?]\s+)no\s+[a-z]{3,}s?\s+(?:for\s+me|ever|please)\b",
@@ -860,7 +860,7 @@ _MODAL = re.compile(
 _MODAL_TERMS = terms("always never must allowed only should prefer prefers preferred rule rules")
 
 
-def _is_rule(text: str) -> bool:
+def is_rule(text: str) -> bool:
     """Rule language, or a limit ("eating out max £250 a month", "jobs up to 40 miles")."""
     return _MODAL.search(text) is not None or has_limit(text)
 
@@ -870,7 +870,7 @@ def rules(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[in
     newest wins (older ones are marked stale). With no rule language at all the evidence is kept
     and a fact says so, so the answer agent can say no rule was found (B.2) without losing context."""
     del question
-    rule_notes = [e for e in evidence if _is_rule(e.text)]
+    rule_notes = [e for e in evidence if is_rule(e.text)]
     if not rule_notes:
         fact = "No always/never rule or policy language was found in the retrieved notes."
         return Prepared("constraint-validation", sorted(evidence, key=_said), [fact])
@@ -878,7 +878,7 @@ def rules(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[in
     # ("pottery ... moves to Tuesday evenings"), and a note whose every rule was replaced is outdated.
     replaced = replaced_rules(evidence)
     by = {newer.note_id for newer, _ in replaced.values()}
-    kept = [e for e in evidence if _is_rule(e.text) or e.note_id in by]
+    kept = [e for e in evidence if is_rule(e.text) or e.note_id in by]
     # "Always X" and "never X" are the same subject: compare on what the rule is about.
     subject = {e.note_id: terms(e.text) - _MODAL_TERMS for e in kept}
     marked, _ = _mark_stale(kept, supersedes, subject)

@@ -33,8 +33,8 @@ from edgemem.text import day_label
 # is asked only when no stored rule is about the thing proposed.
 
 _PROHIBIT = re.compile(
-    r"\b(?:never|avoid(?:s|ed|ing)?|allergic|allerg(?:y|ies)|intoleran[tc]e?|don['’]t|do\s+not|does\s+not|doesn['’]t|won['’]t|"
-    r"will\s+not|can['’]t|cannot|must\s+not|mustn['’]t|should\s+not|shouldn['’]t|not\s+allowed|no\s+longer|"
+    r"\b(?:never|avoid(?:s|ed|ing)?|allergic|allerg(?:y|ies)|intoleran[tc]e?|don['’]?t|do\s+not|does\s+not|doesn['’]?t|won['’]?t|"
+    r"will\s+not|can['’]?t|cannot|must\s+not|mustn['’]?t|should\s+not|shouldn['’]?t|not\s+allowed|no\s+longer|"
     r"hate|hates|dislike|dislikes|stay\s+away|not\s+(?:before|after|on|during|until|past|later|earlier|more|any)|"
     r"(?:nothing|none)(?=\s+(?:before|after|on|during|until|past|later|earlier)\b)|"
     r"no(?!\s*[,.!?])(?=\s+\w))\b",
@@ -73,7 +73,8 @@ _CLOCK = re.compile(r"\b(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\b|\b(noon|midnight)\
 _BOUND = re.compile(r"\b(before|earlier\s+than|until|till|after|later\s+than|past)\s+(?:about\s+)?$", re.IGNORECASE)
 # Words that carry the rule's polarity or the question's form, not what either is about.
 _FORM_TERMS = terms(
-    "never avoid avoids avoided avoiding allergic allergy allergies intolerant allowed rule rules policy always must only exclusively "
+    "never dont doesnt wont cant shouldnt mustnt avoid avoids avoided avoiding allergic allergy allergies intolerant "
+    "allowed rule rules policy always must only exclusively "
     "need have has hate hates dislike dislikes stay away longer please okay fine idea good possible able "
     "before earlier after later until till past noon midnight weekend weekends weekday weekdays"
 )
@@ -195,8 +196,8 @@ def _clock(text: str) -> tuple[list[int], list[tuple[str, int]]]:
 # A person named: a capitalised word that owns something ("Mila's lunch") or holds a state or does
 # something ("Mila has a peanut allergy", "Noor eats everything"). A capitalised word alone may be the
 # thing itself ("cheap Ryanair flights"), which a rule about it must still match.
-_NAME = re.compile(r"\b([^\W\d_][^\W_]*)(?=['’]s\b|\s+(?:has|had|is|was|eats|ate|can['’]?t|cannot|doesn['’]t|didn['’]t|"
-                   r"won['’]t|needs|hates|loves|likes|gets|goes|wants|said|says)\b|\s+and\s+(?:i|me)\b)", re.IGNORECASE)
+_NAME = re.compile(r"\b([^\W\d_][^\W_]*)(?=['’]s\b|\s+(?:has|had|is|was|eats|ate|can['’]?t|cannot|doesn['’]?t|didn['’]t|"
+                   r"won['’]?t|needs|hates|loves|likes|gets|goes|wants|said|says)\b|\s+and\s+(?:i|me)\b)", re.IGNORECASE)
 
 
 def _names(text: str) -> set[str]:
@@ -300,7 +301,7 @@ _PLACEHOLDER_VERBS = terms("put schedule book plan arrange have bring go come tr
 # before noon on Sundays"), a permission and a prohibition ("calls until 7pm now, but nothing after 7",
 # "work calls until 7 pm, none after").
 _CLAUSES = re.compile(
-    r"\s*(?:,\s*(?:but|so)\b|;|\bbut\b|\bso\b(?=\s+(?:no|nothing|don['’]t|never)\b)|"
+    r"\s*(?:,\s*(?:but|so)\b|;|\bbut\b|\bso\b(?=\s+(?:no|nothing|don['’]?t|never)\b)|"
     r",(?:\s*and)?(?=\s*(?:none|nothing|never|no)\b))\s*",
     re.IGNORECASE,
 )
@@ -428,7 +429,7 @@ _THIRD_PERSON = re.compile(r"\b(?:he|she|they|he['’]ll|she['’]ll|they['’]l
 
 
 # "don't worry", "can't wait": a negated verb of feeling or knowing says nothing anyone must keep to.
-_NOT_IDIOM = re.compile(r"\b(?:don['’]t|do\s+not|can['’]t|cannot)\s+(?:worry|know|think|wait|believe|remember|"
+_NOT_IDIOM = re.compile(r"\b(?:don['’]?t|do\s+not|can['’]?t|cannot)\s+(?:worry|know|think|wait|believe|remember|"
                         r"imagine|tell|decide)\b", re.IGNORECASE)
 # "Rosa can't come that day", "I'm not allowed to drive that day anyway": a limit on one day is an
 # arrangement, not a standing rule.

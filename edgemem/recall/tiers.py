@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from edgemem.recall import preprocess
+from edgemem.recall import preprocess, rules
 from edgemem.recall.evidence import TIME_FRAME_TERMS, Evidence, profile_line, terms
 from edgemem.recall.retrieve import Hit, hybrid, multi_path, prefer_speaker, rrf, sentence_rerank, with_replies
 from edgemem.store import links, notes, search
@@ -156,6 +156,27 @@ def _tier3(conn: Any, tag: str, question: str, embed: Callable, vector: np.ndarr
     return sentence_rerank(conn, vector, hits, k), info
 
 
+RULES_ADDED = 4  # stored rules that cover a proposal, added to what retrieval found (the newest)
+
+
+def governing_rules(conn: Any, question: str, have: set[int]) -> list[Hit]:
+    """Notes anywhere in the store with a rule that covers the proposal the question makes (its day,
+    month and time inside what the rule speaks to): "rule #1 dont book me anything before 9am" for
+    "liam wants to leave for castle hill at 8am this saturday, can I do that?", which retrieval,
+    led by Liam and Castle Hill, never reached. Rules are few and decide the answer; a question's
+    words need not resemble them. The newest :data:`RULES_ADDED`, as hits scored 0."""
+    if not rules.is_proposal(question):
+        return []
+    found = []
+    for note_id, text in notes.active_texts(conn):
+        if note_id in have or not preprocess.is_rule(text):
+            continue
+        item = Evidence(note_id, text, "")
+        if any(rules.applies(question, sentence) == "match" for sentence in rules.rule_sentences_of(item)):
+            found.append(note_id)
+    return [Hit(note_id, 0.0) for note_id in found[-RULES_ADDED:]]
+
+
 def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | None = None,
            reference: date | None = None, asked_days: Sequence[tuple[date, date]] = ()) -> Gathered:
     """Evidence for ``question`` along ``tag``'s tier, preprocessed and ready for the packer.
@@ -173,6 +194,10 @@ def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | No
     else:
         hits, info = _tier3(conn, tag, question, embed, vector, llm, query)
     evidence = to_evidence(conn, hits)
+    if tag == "constraint-validation":
+        added = governing_rules(conn, question, {h.note_id for h in hits})
+        evidence += to_evidence(conn, added)
+        info["rules_added"] = len(added)
     supersedes: dict[int, int] = {}
     if tag in ("conflict-resolution", "constraint-validation", "state-tracking", "temporal-reasoning"):
         current = links.current(conn, [e.note_id for e in evidence])

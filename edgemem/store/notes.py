@@ -285,6 +285,11 @@ def iter_active(conn: Any) -> Iterator[Note]:
         yield _note(row)
 
 
+def active_texts(conn: Any) -> Iterator[tuple[int, str]]:
+    """(id, content) of each active note, oldest first: a scan that needs only the words."""
+    yield from conn.execute("SELECT id, content FROM notes WHERE status = 'active' ORDER BY id")
+
+
 def active_ids(conn: Any) -> list[int]:
     return [r[0] for r in conn.execute("SELECT id FROM notes WHERE status = 'active' ORDER BY id")]
 

@@ -278,3 +278,24 @@ def test_new_content_merging_or_forgetting_drops_a_note_s_sentence_vectors(tmp_p
         third.close()
     finally:
         store.close()
+
+
+KAI = [
+    ("Kai", "rule #1 dont book me anything before 9am. i am useless b4 9 ngl"),
+    ("Kai", "liam came 3rd in the open. liam = my climbing buddy, drives a hilux"),
+    ("Kai", "liam wants castle hill bouldering this saturday, hes picking me up at 10"),
+    ("Kai", "castle hill was unreal, liam sent the big roof problem"),
+    ("Kai", "quiet after 10pm on weeknights at the flat"),
+]
+
+
+def test_a_proposal_gets_the_stored_rules_that_cover_it_wherever_they_rank(tmp_path: Path, embedder) -> None:
+    s = store_of(tmp_path / "k.db", embedder, KAI, "2025-07")
+    question = "liam wants to leave for castle hill at 8am this saturday, can I do that?"
+    # The 9am rule covers an 8am start; the 10pm one is about quiet, not this.
+    assert [h.note_id for h in tiers.governing_rules(s.conn, question, set())] == [1]
+    gathered = tiers.gather(s.conn, "constraint-validation", question, embedder.embed)
+    assert 1 in [e.note_id for e in gathered.items] and gathered.info["rules_added"] in (0, 1)
+    # A question that proposes nothing gets none.
+    assert tiers.governing_rules(s.conn, "who is liam?", set()) == []
+    s.close()
