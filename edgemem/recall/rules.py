@@ -222,6 +222,11 @@ def quoted(item: Evidence, sentence: str) -> str:
     return sentence.strip().rstrip(";,")
 
 
+def has_rule_words(text: str) -> bool:
+    """A quick test before reading a text's sentences: any prohibiting or limiting word at all."""
+    return _PROHIBIT.search(text) is not None or _ONLY.search(text) is not None
+
+
 def _polarity(sentence: str) -> str | None:
     """"prohibit" (never, don't, no …), "only" (only, always, must) or None: no rule language."""
     if _prohibits(sentence):

@@ -167,12 +167,15 @@ def governing_rules(conn: Any, question: str, have: set[int]) -> list[Hit]:
     words need not resemble them. The newest :data:`RULES_ADDED`, as hits scored 0."""
     if not rules.is_proposal(question):
         return []
+    # Who is asked about is no subject a rule shares: "Hey Maria, long time no talk!" rules nothing
+    # about "Can Maria go to the shelter on Saturday?".
+    asked = content_query(question, notes.speaker_names(conn))
     found = []
     for note_id, text in notes.active_texts(conn):
-        if note_id in have or not preprocess.is_rule(text):
+        if note_id in have or not rules.has_rule_words(text):
             continue
         item = Evidence(note_id, text, "")
-        if any(rules.applies(question, sentence) == "match" for sentence in rules.rule_sentences_of(item)):
+        if any(rules.applies(asked, sentence) == "match" for sentence in rules.rule_sentences_of(item)):
             found.append(note_id)
     return [Hit(note_id, 0.0) for note_id in found[-RULES_ADDED:]]
 

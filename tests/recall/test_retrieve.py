@@ -286,6 +286,7 @@ KAI = [
     ("Kai", "liam wants castle hill bouldering this saturday, hes picking me up at 10"),
     ("Kai", "castle hill was unreal, liam sent the big roof problem"),
     ("Kai", "quiet after 10pm on weeknights at the flat"),
+    ("Ana", "kai never replies before lunch lol"),
 ]
 
 
@@ -296,6 +297,8 @@ def test_a_proposal_gets_the_stored_rules_that_cover_it_wherever_they_rank(tmp_p
     assert [h.note_id for h in tiers.governing_rules(s.conn, question, set())] == [1]
     gathered = tiers.gather(s.conn, "constraint-validation", question, embedder.embed)
     assert 1 in [e.note_id for e in gathered.items] and gathered.info["rules_added"] in (0, 1)
+    # Whom the question names is no subject a rule shares: what Ana says of Kai rules nothing.
+    assert [h.note_id for h in tiers.governing_rules(s.conn, "can kai go out at 8am on saturday?", set())] == [1]
     # A question that proposes nothing gets none.
     assert tiers.governing_rules(s.conn, "who is liam?", set()) == []
     s.close()
