@@ -114,7 +114,7 @@ def prepare(
     if tag == "temporal-reasoning":
         return temporal(question, evidence, reference=reference, supersedes=supersedes, asked_days=asked_days)
     if tag == "conflict-resolution":
-        return recency(question, evidence, supersedes=supersedes)
+        return _with_stay(recency(question, evidence, supersedes=supersedes), question, asked_days)
     if tag == "broad-summarization":
         return diversify(question, evidence, asked_days=asked_days, similar=similar)
     if tag == "constraint-validation":
@@ -126,8 +126,24 @@ def prepare(
     # for any targeted question, it hid the line that held what else was asked of it ("Who's Mochi's
     # vet?": the cat-sitting plan 5-9 March, later told again for December, held the vet).
     if _DATE_ASKED.search(question):
-        return Prepared(tag, _outdate(evidence, redated(evidence)))
-    return Prepared(tag, list(evidence))
+        return _with_stay(Prepared(tag, _outdate(evidence, redated(evidence))), question, asked_days)
+    return _with_stay(Prepared(tag, list(evidence)), question, asked_days)
+
+
+def _with_stay(prepared: Prepared, question: str, asked_days: Sequence[tuple[date, date]]) -> Prepared:
+    """How long a stay lasted is date maths whatever the route: "how many nights were we actually in
+    wanaka in the end?" routed as a changed fact, "how long was papá in hospital in november?" as a
+    lookup, get the stretch the temporal step measures (:func:`stretch`), in place of the model's sum."""
+    if prepared.direct is not None or not _HOW_LONG.search(question) or _COUNTDOWN.search(question):
+        return prepared
+    if len(anchors(question)) != 1:
+        return prepared
+    span = stretch(question, prepared.evidence, asked_days)
+    if span is None or span.end <= span.start:
+        return prepared
+    length = _span_length(question, span.start, span.end)
+    return replace(prepared, facts=[*prepared.facts, f"{span.label}, first day to last: {length}"],
+                   direct=(f"{length[0].upper()}{length[1:]} ({span.label})", [span.note_id] if span.note_id else []))
 
 
 # --- time ---------------------------------------------------------------------------------------

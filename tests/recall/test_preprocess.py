@@ -823,3 +823,14 @@ def test_a_weekday_question_is_answered_when_the_line_names_the_day_as_asked() -
     visit = told(2, "Mum's in Rosewood House now, I saw her on the 4th.", "2025-09-09T19:00:00", "Tom")
     prepared = temporal("What day of the week is Mum's 80th?", [visit])
     assert prepared.direct is None and prepared.facts == ["4 September 2025 is a Thursday"]
+
+
+def test_how_long_a_stay_lasted_is_measured_whatever_the_route() -> None:
+    hospital = told(1, "On Monday the 3rd Papá woke up gasping; they took him in. He came home on Friday the 7th.",
+                    "2025-11-12T20:00:00")
+    november = [(date(2025, 11, 1), date(2025, 11, 30))]
+    for tag in ("targeted-extraction", "conflict-resolution"):
+        assert prepare(tag, "how long was papá in hospital in november?", [hospital], asked_days=november).direct == (
+            "4 days, 5 days counting both ends (3 November 2025 to 7 November 2025)", [1])
+    # Anything else the route asks is left to it.
+    assert prepare("targeted-extraction", "where was papá in november?", [hospital]).direct is None
