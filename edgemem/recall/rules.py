@@ -151,6 +151,11 @@ _BARE_AT = re.compile(
 )
 
 
+# The part of the day said after a bare time: it says am or pm.
+_PART_OF_DAY = re.compile(r"\s+(?:(in\s+the\s+morning|this\s+morning)|in\s+the\s+(?:afternoon|evening)|at\s+night|"
+                          r"this\s+(?:afternoon|evening)|tonight)\b", re.IGNORECASE)
+
+
 def _asked_times(question: str) -> list[int]:
     """The clock times a question asks about: written ones, bare hours after "at", bare times with
     minutes; none after a bound word ("not before 9:30" is a limit, not a proposal's time)."""
@@ -164,7 +169,10 @@ def _asked_times(question: str) -> list[int]:
             if start < _on_clock(int(m.group(5)), int(m.group(6) or 0), m.group(7)):
                 times.append(start)
                 continue
-        if 7 <= hour <= 11:
+        part = _PART_OF_DAY.match(question, m.end())
+        if part and 1 <= hour <= 12:  # "6:30 in the morning", "at 9 at night"
+            times.append(_on_clock(hour, minute, "a" if part.group(1) else "p"))
+        elif 7 <= hour <= 11:
             times.append(hour * 60 + minute)
         elif 1 <= hour <= 6 or hour == 12:
             times.append((hour % 12 + 12) * 60 + minute)
@@ -210,9 +218,17 @@ def _about(text: str) -> set[str]:
     return _plain_terms(text) - _names(text)
 
 
+# Who asked or wants it, and "does that work?", frame a proposal; they say nothing of what it is
+# about ("a customer just asked for a cake" shares nothing with "she asked to work only mornings").
+_FRAME_TERMS = terms("ask asks asked asking want wants wanted say says said tell tells told wonder wondering")
+_DOES_IT_WORK = re.compile(r"\b(?:does|would|will|could|can)\s+(?:that|it|this)\s+work\b", re.IGNORECASE)
+
+
 def _plain_terms(text: str) -> set[str]:
-    """What a rule or a proposal is about: content terms less polarity words, weekdays, months, times."""
-    return {t for t in terms(text) if t not in _FORM_TERMS and t not in _DAY_TERMS and t not in _MONTH_TERMS}
+    """What a rule or a proposal is about: content terms less polarity words, weekdays, months, times
+    and the words that frame a proposal."""
+    return {t for t in terms(_DOES_IT_WORK.sub(" ", text))
+            if t not in _FORM_TERMS and t not in _DAY_TERMS and t not in _MONTH_TERMS and t not in _FRAME_TERMS}
 
 
 def quoted(item: Evidence, sentence: str) -> str:
@@ -460,10 +476,28 @@ def _prohibits(sentence: str) -> bool:
     return True
 
 
+# "Noted — Camila (19, studying nutrition) works mornings only", "Noor eats everything": what one
+# person keeps to, said of them by name at the start of the sentence. It rules a proposal that is
+# about them, not every plan that shares a word with it ("Lucía wants a call at 6:30 in the morning").
+_THEIRS = re.compile(r"^\W*(?:(?:noted|got\s+it|updated|ok(?:ay)?|right)\s*[:—–-]+\s*)?([^\W\d_][^\W_]*)"
+                     r"(?:\s*\([^)]*\))?\s+[a-z]+s\b", re.IGNORECASE)
+
+
+def _someone_elses(sentence: str, question: str) -> bool:
+    m = _THEIRS.match(_ruling_clause(sentence))  # "Maplewave has people in Vancouver, so I'll take …" is mine
+    if m is None or not m.group(1)[0].isupper():
+        return False
+    name = terms(m.group(1))
+    return bool(name) and not name & (_DAY_TERMS | _MONTH_TERMS) and not name & terms(question)
+
+
 def applies(question: str, sentence: str, *, any_subject: bool = False) -> str | None:
     """Does the rule sentence speak to the proposal? "match" (it covers the proposal), "other" (it is
-    about the same thing but a different day / month / time), or None (it is about something else).
+    about the same thing but a different day / month / time), or None (it is about something else,
+    or someone else the proposal does not name).
     ``any_subject``: judge the day, month and time alone, as if the rule were about what is proposed."""
+    if _someone_elses(sentence, question):
+        return None
     shared = _about(question) & _about(sentence)
     if not shared and not _about_anything(sentence) and not any_subject:
         return None

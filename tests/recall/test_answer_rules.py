@@ -471,3 +471,18 @@ def test_above_an_amount_a_rule_that_makes_one_wait_bounds_buying_straight_away(
         'No — $320 is over the limit: "if i ever try to buy anything over $200 make me wait 48 hrs first."')
     assert rule_verdict("a $150 jacket on sale, just buy it?", told).text == (
         'Yes — $150 is within the limit: "if i ever try to buy anything over $200 make me wait 48 hrs first."')
+
+
+def test_a_rule_said_of_someone_else_or_sharing_only_the_asking_rules_nothing() -> None:
+    camila = Evidence(1, "Noted — Camila (19, studying nutrition) works mornings only from October.", "",
+                      speaker="Assistant")
+    calls = Evidence(2, "I never take calls before 8am, that's baking time.", "", speaker="Graciela")
+    lucia = "Lucía wants to video call at 6:30 in the morning my time on weekdays, so Tomás is awake. Does that work?"
+    # Camila's mornings are hers; 6:30 "in the morning" is before 8am, so the baking rule decides.
+    assert rule_verdict(lucia, [camila, calls]).text == "No — I never take calls before 8am, that's baking time."
+    assert rule_verdict(lucia, [camila]) is None
+    # Asked about her, her hours are the rule.
+    assert rule_verdict("Can Camila cover the Saturday afternoon shift?", [camila]).text.startswith("No — Noted — Camila")
+    # "asked" frames a proposal: it shares nothing with what she asked for.
+    asked = Evidence(3, "She asked to work only mornings from October because of exams.", "", speaker="Graciela")
+    assert rule_verdict("a customer just asked for a birthday cake for this Saturday, should I accept?", [asked]) is None
