@@ -220,7 +220,8 @@ def _about(text: str) -> set[str]:
 
 # Who asked or wants it, and "does that work?", frame a proposal; they say nothing of what it is
 # about ("a customer just asked for a cake" shares nothing with "she asked to work only mornings").
-_FRAME_TERMS = terms("ask asks asked asking want wants wanted say says said tell tells told wonder wondering")
+_FRAME_TERMS = terms("ask asks asked asking want wants wanted say says said tell tells told wonder wondering "
+                     "there theres thats whats heres")  # texted "theres a watch on sale" names no subject
 _DOES_IT_WORK = re.compile(r"\b(?:does|would|will|could|can)\s+(?:that|it|this)\s+work\b", re.IGNORECASE)
 
 
@@ -673,6 +674,18 @@ _LIMIT_TERMS = terms("budget budgets limit limits max maximum cap capped spend s
                      "minimum least most total")
 
 
+def covering_limit(question: str, text: str) -> bool:
+    """A limit in ``text`` on what the question proposes: in a unit the question writes an amount in,
+    sharing a word with it beyond the unit ("buy anything over $200 make me wait 48 hrs" for "a
+    garmin watch for $320, just buy it?")."""
+    units = {a.unit for a in amounts(question)}
+    if not units or not any(ch.isdigit() for ch in text):
+        return False
+    asked = _plain_terms(question) - _LIMIT_TERMS
+    return any(lim.amount.unit in units and (_plain_terms(sentence) - terms(lim.amount.unit)) & asked
+               for sentence in SENTENCES.split(text.strip()) for lim in limits(sentence))
+
+
 def _limit_verdict(question: str, evidence: Sequence[Evidence],
                    flat: str | None) -> RuleVerdict | None:
     """A verdict on an amount the question names ("a job about 40 miles away", "a £45 dinner") from the
@@ -718,6 +731,15 @@ def _limit_verdict(question: str, evidence: Sequence[Evidence],
         shared = (_plain_terms(f[2]) & _plain_terms(best[2])) - _LIMIT_TERMS - terms(best[3].amount.unit)
         if names_old or shared:
             best = f
+    # The limit as it was set, not a later line applying it ("Under the $200 line, so no wait needed"
+    # quoted for a $320 watch): the first statement of the current value, after any other value.
+    def same(f: tuple[Evidence, str, str, Limit]) -> bool:
+        return (f[3].amount.unit, f[3].amount.value, f[3].upper) == (best[3].amount.unit, best[3].amount.value, best[3].upper)
+
+    since = max((when(f) for f in found if not same(f) and when(f) <= when(best)), default=("", -1))
+    setting = [f for f in about if same(f) and since < when(f) <= when(best) and f[0].kind != "profile"]
+    if setting:
+        best = min(setting, key=lambda f: (when(f), _assistant(f[0])))
     item, rule, _, lim = best
     asked = asked_amount(question, lim.amount.unit)
     if asked is None:

@@ -161,7 +161,8 @@ RULES_ADDED = 4  # stored rules that cover a proposal, added to what retrieval f
 
 def governing_rules(conn: Any, question: str, have: set[int]) -> list[Hit]:
     """Notes anywhere in the store with a rule that covers the proposal the question makes (its day,
-    month and time inside what the rule speaks to): "rule #1 dont book me anything before 9am" for
+    month and time inside what the rule speaks to), or a limit on it (:func:`rules.covering_limit`):
+    "rule #1 dont book me anything before 9am" for
     "liam wants to leave for castle hill at 8am this saturday, can I do that?", which retrieval,
     led by Liam and Castle Hill, never reached. Rules are few and decide the answer; a question's
     words need not resemble them. The newest :data:`RULES_ADDED`, as hits scored 0."""
@@ -172,7 +173,12 @@ def governing_rules(conn: Any, question: str, have: set[int]) -> list[Hit]:
     asked = content_query(question, notes.speaker_names(conn))
     found = []
     for note_id, text in notes.active_texts(conn):
-        if note_id in have or not rules.has_rule_words(text):
+        if note_id in have:
+            continue
+        if rules.covering_limit(asked, text):
+            found.append(note_id)
+            continue
+        if not rules.has_rule_words(text):
             continue
         item = Evidence(note_id, text, "")
         if any(rules.applies(asked, sentence) == "match" for sentence in rules.rule_sentences_of(item)):

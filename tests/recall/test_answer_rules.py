@@ -486,3 +486,18 @@ def test_a_rule_said_of_someone_else_or_sharing_only_the_asking_rules_nothing() 
     # "asked" frames a proposal: it shares nothing with what she asked for.
     asked = Evidence(3, "She asked to work only mornings from October because of exams.", "", speaker="Graciela")
     assert rule_verdict("a customer just asked for a birthday cake for this Saturday, should I accept?", [asked]) is None
+
+
+def test_a_limit_is_quoted_as_it_was_set_not_as_a_later_line_applied_it() -> None:
+    ev, context = _said(
+        (1, "2025-07-14T23:20:00", "Kai", "and if i ever try to buy anything over $200 make me wait 48 hrs first."),
+        (2, "2025-07-14T23:20:01", "Assistant", "Deal: anything over $200 gets a 48-hour wait before you buy it."),
+        (3, "2025-08-27T16:10:00", "Assistant", "Under the $200 line, so no wait needed — enjoy the shoes ($189)."),
+    )
+    assert rule_verdict("theres a garmin watch on sale for $320 rn, just buy it?", ev, context).text == (
+        'No — $320 is over the limit: "and if i ever try to buy anything over $200 make me wait 48 hrs first."')
+    # A new value is the limit from then on.
+    later, context = _said(*[(e.note_id, e.event_time, e.speaker, e.text) for e in ev],
+                           (4, "2025-09-01T10:00:00", "Kai", "ok new rule, anything over $300 make me wait"))
+    assert rule_verdict("theres a garmin watch on sale for $320 rn, just buy it?", later, context).text == (
+        'No — $320 is over the limit: "ok new rule, anything over $300 make me wait"')

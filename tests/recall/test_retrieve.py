@@ -287,6 +287,7 @@ KAI = [
     ("Kai", "castle hill was unreal, liam sent the big roof problem"),
     ("Kai", "quiet after 10pm on weeknights at the flat"),
     ("Ana", "kai never replies before lunch lol"),
+    ("Kai", "and if i ever try to buy anything over $200 make me wait 48 hrs first"),
 ]
 
 
@@ -299,6 +300,8 @@ def test_a_proposal_gets_the_stored_rules_that_cover_it_wherever_they_rank(tmp_p
     assert 1 in [e.note_id for e in gathered.items] and gathered.info["rules_added"] in (0, 1)
     # Whom the question names is no subject a rule shares: what Ana says of Kai rules nothing.
     assert [h.note_id for h in tiers.governing_rules(s.conn, "can kai go out at 8am on saturday?", set())] == [1]
+    # A limit on what is proposed, in the unit it is asked in, is one of them.
+    assert [h.note_id for h in tiers.governing_rules(s.conn, "a garmin watch for $320, just buy it?", set())] == [7]
     # A question that proposes nothing gets none.
     assert tiers.governing_rules(s.conn, "who is liam?", set()) == []
     s.close()
