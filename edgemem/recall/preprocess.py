@@ -32,7 +32,8 @@ from edgemem.recall.rules import replaced_rules, rule_sentences_of
 from edgemem.recall.events import anchors
 from edgemem.recall.limits import has_limit
 from edgemem.recall.tools import (
-    Count, count_occurrences, describe_days, describe_months, describe_weeks, ground, nth_event, stretch, verb_forms,
+    Count, count_occurrences, dates_in_text, describe_days, describe_months, describe_weeks, ground, nth_event, stretch,
+    verb_forms,
 )
 from edgemem.text import MONTH_NAMES, STOPWORDS, day_label
 
@@ -252,8 +253,17 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
     spans = []  # the Grounded dates behind `dated`
     for anchor in found:
         # The same operands the date tools use (tools.ground): the stored date nearest the event's
-        # words in its best-matching note, or a date the question itself writes.
+        # words in its best-matching note, or a date the question itself writes. Leaving for a trip
+        # is its first day and coming back its last, when a line tells the trip as a stretch ("we
+        # leave for Wanaka" is 29 December, not the 3 January of "back from wanaka!!").
         grounded = ground(anchor, evidence)
+        returns = _RETURNS.search(anchor) is not None
+        leg = returns or _LEAVES.search(anchor) is not None
+        # The trip is what the other words name: "leaves midday" in another trip's line is no match.
+        trip = stretch(_LEAVES.sub(" ", _RETURNS.sub(" ", anchor)), evidence) if leg and not dates_in_text(anchor) else None
+        if trip is not None:
+            day = trip.end if returns else trip.start
+            grounded = replace(trip, start=day, end=day, label=day_label(day), exact=True)
         if grounded is not None:
             dated.append((anchor, grounded.start, grounded.label, grounded.exact))
             spans.append(grounded)
@@ -270,7 +280,10 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
             facts.append(f"{a_name} and {b_name} happened on the same day")
         else:
             facts.append(f"{a_name} came first, {about}{describe_days(a_day, b_day)} before {b_name}")
-            if _BETWEEN.search(question):  # "How many days between my dentist appointment and my flight?"
+            order = _AFTER_BEFORE.search(question)
+            # "How many days after A did B?" with B found before A: a grounding went wrong, no answer.
+            backwards = order is not None and (dated[0][1] > dated[1][1]) == (order.group(1).lower() == "after")
+            if _BETWEEN.search(question) and not backwards:  # "How many days between my dentist appointment and my flight?"
                 direct = (f"{about.capitalize()}{_describe(question, a_day, b_day)}: {a_name} {a_label}, "
                           f"{b_name} {b_label}", cites)
     elif len(found) == 1 and reference is not None and _SINCE.search(question) and dated:
@@ -388,7 +401,12 @@ _DATE_ASKED = re.compile(r"^\s*(?:when\b|(?:what|which)\s+(?:dates?|days?)\b(?!\
 _ASKS_PLAN = re.compile(r"^\s*(?:when(?:['’]s|\s+(?:is|are|will|am|do|does))|what\s+(?:date|day|time)\s+(?:is|are|will|do|does))\b",
                         re.IGNORECASE)
 # "How many days between A and B?", "How long was it from A to B?": the distance is the answer.
-_BETWEEN = re.compile(r"\bhow\s+(?:many\s+(?:days|weeks|months)|long)\b.*\b(?:between|from)\b", re.IGNORECASE)
+_BETWEEN = re.compile(r"\bhow\s+(?:many\s+(?:days|weeks|months)|long)\b.*\b(?:between|from)\b|"
+                      r"\bhow\s+(?:many\s+(?:days|weeks|months)|long)\s+(?:after|before)\b", re.IGNORECASE)
+_RETURNS = re.compile(r"\b(?:(?:got|get|came|come|coming|flew|fly|be)\s+(?:back|home)|returned|return)\b", re.IGNORECASE)
+_LEAVES = re.compile(r"\b(?:leave|leaves|left|leaving|depart\w*|set\s+off|fly|flew|flying|head(?:ed)?\s+(?:off|to))\b"
+                     r"(?!\s+(?:back|home))", re.IGNORECASE)
+_AFTER_BEFORE = re.compile(r"\bhow\s+(?:many\s+\w+|long)\s+(after|before)\b", re.IGNORECASE)
 _HOW_LONG = re.compile(r"\bhow\s+(?:long|many\s+(?:days|nights|weeks|months))\b", re.IGNORECASE)
 # "How many days until my flight?", "how many weeks left?": counted from today, not a stretch told.
 # "How many days early was Tomás compared with the due date?" measures between two events, not a stretch.

@@ -834,3 +834,17 @@ def test_how_long_a_stay_lasted_is_measured_whatever_the_route() -> None:
             "4 days, 5 days counting both ends (3 November 2025 to 7 November 2025)", [1])
     # Anything else the route asks is left to it.
     assert prepare("targeted-extraction", "where was papá in november?", [hospital]).direct is None
+
+
+def test_leaving_for_a_trip_is_its_first_day_and_the_days_after_an_event_are_the_answer() -> None:
+    moved_in = told(1, "moved in on the 6th, orbell st is sick", "2025-12-07T20:00:00", "Kai")
+    trip = told(2, "oh wanaka moved!! now 29 dec to 3 jan bc of the wedding", "2025-11-26T20:00:00", "Kai")
+    back = told(3, "back from wanaka!! got back saturday (the 3rd). best trip ever", "2026-01-07T20:00:00", "Kai")
+    question = "How long after moving into Orbell St did we leave for Wanaka?"
+    assert temporal(question, [moved_in, trip, back]).direct[0] == (
+        "23 days: moving into Orbell St 6 December 2025, we leave for Wanaka 29 December 2025")
+    # Coming back is the trip's last day.
+    assert temporal("How many days after moving into Orbell St did we get back from Wanaka?",
+                    [moved_in, trip, back]).direct[0].startswith("28 days")
+    # "after" the other way round is a grounding gone wrong: facts for the model, no answer.
+    assert temporal("How many days after leaving for Wanaka did I move into Orbell St?", [moved_in, trip, back]).direct is None
