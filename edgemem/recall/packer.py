@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from edgemem.errors import ContextTooLong
 from edgemem.recall.evidence import Evidence, jaccard, terms
+from edgemem.recall.rules import rule_sentence
 from edgemem.text import SENTENCE_END
 
 __all__ = [
@@ -238,8 +239,15 @@ def pack(
         lines[position] = _Line(item, item.text.strip())
     for position, item in by_slot["raw"]:
         body = top_sentences(item.text, question) if tag in PRECISION_TAGS else item.text.strip()
-        body, cut = _cap_words(body, cap)
-        lines[position] = _Line(item, body, cut)
+        shown, cut = _cap_words(body, cap)
+        if cut and tag == "constraint-validation":
+            # A rule is quoted whole or not at all: "Sunday mornings are sacred: I take Papá to mass
+            # …, so nothing before 1pm on a Sunday" cut at 40 words lost the rule it ends with. The
+            # note's rule sentences are shown whole instead (the slot's budget still bounds them).
+            ruling = [sentence for sentence in SENTENCE_END.split(item.text.strip()) if rule_sentence(sentence)]
+            if ruling:
+                shown, cut = " ".join(ruling), True
+        lines[position] = _Line(item, shown, cut)
 
     # A.3 (1) relevance sort: the order raw chunks are considered in.
     raw = by_slot["raw"]

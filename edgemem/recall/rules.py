@@ -393,6 +393,11 @@ def _about_anything(sentence: str) -> bool:
     return m is not None and not _plain_terms(clause[: m.start()]) - _PLACEHOLDER_VERBS
 
 
+def rule_sentence(sentence: str) -> bool:
+    """Rule language or a limit in one sentence: what a rule check must see whole."""
+    return _polarity(sentence) is not None or bool(limits(sentence))
+
+
 def rule_sentences_of(item: Evidence) -> list[str]:
     """The sentences of ``item`` that hold rule language (not limits: the newest limit always wins)."""
     return [s for s in _sentences_of(item) if _polarity(s) is not None and not limits(s)]

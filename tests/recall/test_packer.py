@@ -293,3 +293,15 @@ def test_a_profile_line_says_its_value_once_and_carries_no_date():
     assert profile_value("user — rule: never schedule meetings on Fridays (rule)") == "never schedule meetings on Fridays"
     # Packed, a fact's header says what it is, not when it was written (ten tokens a line).
     assert profile(-1_000_001, line).line() == f"(profile) {line}"
+
+
+def test_a_rule_check_sees_a_long_notes_rule_whole() -> None:
+    rule = ("Sunday mornings are sacred: I take Papá to nine o'clock mass at the parish church in Cordón and then we walk "
+            "very slowly through the feria, so nothing before 1pm on a Sunday, ever.")
+    note = Evidence(1, "Please remember a few rules of mine. " + rule + " Also the bakery opens at six.",
+                    "2025-09-05T21:40:00", speaker="Graciela")
+    question = "The hearing-aid technician can come on Sunday at 10. Should I say yes?"
+    packed = pack(question, "constraint-validation", [note], lambda t: len(t) // 4, ceiling=2000)
+    assert rule in packed.text and "bakery" not in packed.text
+    # Another tag still gets the note cut to its word cap.
+    assert rule not in pack(question, "state-tracking", [note], lambda t: len(t) // 4, ceiling=2000).text
