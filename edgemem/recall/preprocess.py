@@ -135,9 +135,15 @@ def _with_stay(prepared: Prepared, question: str, asked_days: Sequence[tuple[dat
     """How long a stay lasted is date maths whatever the route: "how many nights were we actually in
     wanaka in the end?" routed as a changed fact, "how long was papá in hospital in november?" as a
     lookup, get the stretch the temporal step measures (:func:`stretch`), in place of the model's sum."""
-    if prepared.direct is not None or not _HOW_LONG.search(question) or _COUNTDOWN.search(question):
+    if prepared.direct is not None:
         return prepared
-    if len(anchors(question)) != 1:
+    if _DATES_OF.search(question):  # "what dates did the wanaka trip end up being?": the stretch itself
+        span = stretch(question, prepared.evidence, asked_days)
+        if span is None or span.end <= span.start:
+            return prepared
+        return replace(prepared, facts=[*prepared.facts, f"dates asked: {span.label}"],
+                       direct=(span.label, [span.note_id] if span.note_id else []))
+    if not _HOW_LONG.search(question) or _COUNTDOWN.search(question) or len(anchors(question)) != 1:
         return prepared
     span = stretch(question, prepared.evidence, asked_days)
     if span is None or span.end <= span.start:
@@ -406,6 +412,7 @@ _BETWEEN = re.compile(r"\bhow\s+(?:many\s+(?:days|weeks|months)|long)\b.*\b(?:be
 _RETURNS = re.compile(r"\b(?:(?:got|get|came|come|coming|flew|fly|be)\s+(?:back|home)|returned|return)\b", re.IGNORECASE)
 _LEAVES = re.compile(r"\b(?:leave|leaves|left|leaving|depart\w*|set\s+off|fly|flew|flying|head(?:ed)?\s+(?:off|to))\b"
                      r"(?!\s+(?:back|home))", re.IGNORECASE)
+_DATES_OF = re.compile(r"\b(?:what|which)\s+dates\b", re.IGNORECASE)
 _AFTER_BEFORE = re.compile(r"\bhow\s+(?:many\s+\w+|long)\s+(after|before)\b", re.IGNORECASE)
 _HOW_LONG = re.compile(r"\bhow\s+(?:long|many\s+(?:days|nights|weeks|months))\b", re.IGNORECASE)
 # "How many days until my flight?", "how many weeks left?": counted from today, not a stretch told.

@@ -461,6 +461,14 @@ def stretch(event: str, evidence: Sequence[Evidence], within: Sequence[tuple[dat
     if chosen is None:
         return None
     item, (start, end) = chosen
+    newer = next((e for e in lines if item.stale and e.note_id == item.superseded_by), None)
+    if newer is not None and _stretch_of(newer) is not None:
+        # Outdated by a line that moved it ("Oslo kickoff moved to 26-28 january"): the new dates,
+        # when that line holds at least half of what singled this one out (a line that outdated
+        # everything naming Noor does not move Noor's mum's visit).
+        held = sum(1 / spread[t] for t in wanted & terms(newer.text))
+        if held >= best[0] / 2:
+            item, (start, end) = newer, _stretch_of(newer)
     told = item.day
     for later in sorted((e for e in lines if e.day and told and e.day > told and wanted & terms(e.text)),
                         key=lambda e: e.day):

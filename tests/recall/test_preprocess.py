@@ -848,3 +848,15 @@ def test_leaving_for_a_trip_is_its_first_day_and_the_days_after_an_event_are_the
                     [moved_in, trip, back]).direct[0].startswith("28 days")
     # "after" the other way round is a grounding gone wrong: facts for the model, no answer.
     assert temporal("How many days after leaving for Wanaka did I move into Orbell St?", [moved_in, trip, back]).direct is None
+
+
+def test_what_dates_a_trip_was_are_its_stretch_as_moved() -> None:
+    first = told(1, "Helsa kickoff in Oslo is 19-21 january, flights booked", "2025-11-20T20:00:00", "Rafael")
+    moved = told(2, "Oslo kickoff moved to 26-28 january, their CTO is sick", "2026-01-07T20:00:00", "Rafael")
+    first = Evidence(**{**first.__dict__, "stale": True, "superseded_by": 2})  # as the recency filter marks it
+    assert prepare("targeted-extraction", "what dates was the Helsa kickoff in Oslo?", [first, moved]).direct == (
+        "26 January 2026 to 28 January 2026", [2])
+    # Without the move, the dates as told.
+    assert prepare("conflict-resolution", "what dates was the Helsa kickoff in Oslo?", [told(
+        1, "Helsa kickoff in Oslo is 19-21 january, flights booked", "2025-11-20T20:00:00", "Rafael")]).direct == (
+        "19 January 2026 to 21 January 2026", [1])
