@@ -497,12 +497,28 @@ def _someone_elses(sentence: str, question: str) -> bool:
     return bool(name) and not name & (_DAY_TERMS | _MONTH_TERMS) and not name & terms(question)
 
 
+# "the day after a night shift, nothing before 3pm", "if it's raining, no cycling": a rule that holds
+# only under a condition. A proposal that says nothing of the condition is not ruled by it (an 8:30
+# catch-up next Monday is not the day after a night shift, as far as anyone said).
+_CONDITION = re.compile(r"\b(?:the\s+(?:day|morning|night|week)\s+(?:after|before)|when(?:ever)?|if)\b(?P<cond>[^,;:—–.]*)",
+                        re.IGNORECASE)
+_CONDITION_NOISE = terms("ever try i'm im it's its")
+
+
+def _unmet_condition(sentence: str, question: str) -> bool:
+    m = _CONDITION.search(sentence)
+    if m is None:
+        return False
+    condition = _plain_terms(m.group("cond")) - _CONDITION_NOISE
+    return bool(condition) and not condition & _plain_terms(question)
+
+
 def applies(question: str, sentence: str, *, any_subject: bool = False) -> str | None:
     """Does the rule sentence speak to the proposal? "match" (it covers the proposal), "other" (it is
     about the same thing but a different day / month / time), or None (it is about something else,
     or someone else the proposal does not name).
     ``any_subject``: judge the day, month and time alone, as if the rule were about what is proposed."""
-    if _someone_elses(sentence, question):
+    if _someone_elses(sentence, question) or _unmet_condition(sentence, question):
         return None
     shared = _about(question) & _about(sentence)
     if not shared and not _about_anything(sentence) and not any_subject:

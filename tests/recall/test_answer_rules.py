@@ -501,3 +501,15 @@ def test_a_limit_is_quoted_as_it_was_set_not_as_a_later_line_applied_it() -> Non
                            (4, "2025-09-01T10:00:00", "Kai", "ok new rule, anything over $300 make me wait"))
     assert rule_verdict("theres a garmin watch on sale for $320 rn, just buy it?", later, context).text == (
         'No — $320 is over the limit: "ok new rule, anything over $300 make me wait"')
+
+
+def test_a_rule_under_a_condition_the_proposal_does_not_meet_rules_nothing() -> None:
+    ev, context = _said(
+        (1, "2025-03-01T10:00:00", "Lena", "Got it — the day after a night shift, nothing before 3pm."),
+        (2, "2025-11-12T19:45:00", "Assistant", "Updated: Monday meetings are fine from 9am now; still nothing before 9."),
+    )
+    assert rule_verdict("Bernadette wants a quick 8:30 catch-up next Monday, can I say yes?", ev, context).text == (
+        "No — still nothing before 9.")
+    # Asked under the condition, the rule holds.
+    assert rule_verdict("The day after my night shift, can I do a 10am call?", ev[:1], context).text == (
+        "No — Got it — the day after a night shift, nothing before 3pm.")
