@@ -489,8 +489,17 @@ _THEIRS = re.compile(r"^\W*(?:(?:noted|got\s+it|updated|ok(?:ay)?|right)\s*[:—
                      r"(?:\s*\([^)]*\))?\s+[a-z]+s\b", re.IGNORECASE)
 
 
+# "She asked to work only mornings because of exams": a rule told of someone by pronoun, with no
+# first person in it ("They say I can't bend over for a week" is mine).
+_THEIR_PRONOUN = re.compile(r"^\W*(?:he|she|they)\s+[a-z]+\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"\b(?:i|i['’]m|i['’]ll|i['’]ve|i['’]d|me|my|we|we['’]re|us|our)\b", re.IGNORECASE)
+
+
 def _someone_elses(sentence: str, question: str) -> bool:
-    m = _THEIRS.match(_ruling_clause(sentence))  # "Maplewave has people in Vancouver, so I'll take …" is mine
+    clause = _ruling_clause(sentence)  # "Maplewave has people in Vancouver, so I'll take …" is mine
+    if _THEIR_PRONOUN.match(clause) and not _FIRST_PERSON.search(clause):
+        return not _THEIR_PRONOUN.match(question)
+    m = _THEIRS.match(clause)
     if m is None or not m.group(1)[0].isupper():
         return False
     name = terms(m.group(1))

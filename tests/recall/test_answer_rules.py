@@ -513,3 +513,12 @@ def test_a_rule_under_a_condition_the_proposal_does_not_meet_rules_nothing() -> 
     # Asked under the condition, the rule holds.
     assert rule_verdict("The day after my night shift, can I do a 10am call?", ev[:1], context).text == (
         "No — Got it — the day after a night shift, nothing before 3pm.")
+
+
+def test_a_rule_told_of_someone_by_pronoun_is_theirs_unless_it_is_the_askers() -> None:
+    hers = Evidence(1, "She asked to work only mornings from October because of exams, so I need cover.", "",
+                    speaker="Graciela")
+    mine = Evidence(2, "They say I can't lift heavy things for a week after the operation.", "", speaker="Graciela")
+    assert rule_verdict("Can I do a morning market stall on Saturday?", [hers]) is None
+    assert rule_verdict("Can I lift the heavy flour sacks this week?", [mine]).text == (
+        "No — They say I can't lift heavy things for a week after the operation.")
