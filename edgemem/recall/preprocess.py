@@ -115,7 +115,7 @@ def prepare(
     if tag == "temporal-reasoning":
         return temporal(question, evidence, reference=reference, supersedes=supersedes, asked_days=asked_days)
     if tag == "conflict-resolution":
-        return _with_stay(recency(question, evidence, supersedes=supersedes), question, asked_days)
+        return _with_stretch(recency(question, evidence, supersedes=supersedes), question, asked_days)
     if tag == "broad-summarization":
         return diversify(question, evidence, asked_days=asked_days, similar=similar)
     if tag == "constraint-validation":
@@ -127,14 +127,15 @@ def prepare(
     # for any targeted question, it hid the line that held what else was asked of it ("Who's Mochi's
     # vet?": the cat-sitting plan 5-9 March, later told again for December, held the vet).
     if _DATE_ASKED.search(question):
-        return _with_stay(Prepared(tag, _outdate(evidence, redated(evidence))), question, asked_days)
-    return _with_stay(Prepared(tag, list(evidence)), question, asked_days)
+        return _with_stretch(Prepared(tag, _outdate(evidence, redated(evidence))), question, asked_days)
+    return _with_stretch(Prepared(tag, list(evidence)), question, asked_days)
 
 
-def _with_stay(prepared: Prepared, question: str, asked_days: Sequence[tuple[date, date]]) -> Prepared:
-    """How long a stay lasted is date maths whatever the route: "how many nights were we actually in
-    wanaka in the end?" routed as a changed fact, "how long was papá in hospital in november?" as a
-    lookup, get the stretch the temporal step measures (:func:`stretch`), in place of the model's sum."""
+def _with_stretch(prepared: Prepared, question: str, asked_days: Sequence[tuple[date, date]]) -> Prepared:
+    """How long a stay lasted, and what dates it ran, is date maths whatever the route: "how many
+    nights were we actually in wanaka in the end?" routed as a changed fact, "how long was papá in
+    hospital in november?" or "what dates was the Helsa kickoff?" as a lookup, get the stretch the
+    temporal step measures (:func:`stretch`), in place of the model's sum."""
     if prepared.direct is not None:
         return prepared
     if _DATES_OF.search(question):  # "what dates did the wanaka trip end up being?": the stretch itself
@@ -266,7 +267,9 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         returns = _RETURNS.search(anchor) is not None
         leg = returns or _LEAVES.search(anchor) is not None
         # The trip is what the other words name: "leaves midday" in another trip's line is no match.
-        trip = stretch(_LEAVES.sub(" ", _RETURNS.sub(" ", anchor)), evidence) if leg and not dates_in_text(anchor) else None
+        trip = None
+        if leg and not dates_in_text(anchor):
+            trip = stretch(_LEAVES.sub(" ", _RETURNS.sub(" ", anchor)), evidence)
         if trip is not None:
             day = trip.end if returns else trip.start
             grounded = replace(trip, start=day, end=day, label=day_label(day), exact=True)
@@ -289,7 +292,8 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
             order = _AFTER_BEFORE.search(question)
             # "How many days after A did B?" with B found before A: a grounding went wrong, no answer.
             backwards = order is not None and (dated[0][1] > dated[1][1]) == (order.group(1).lower() == "after")
-            if _BETWEEN.search(question) and not backwards:  # "How many days between my dentist appointment and my flight?"
+            # "How many days between my dentist appointment and my flight?"
+            if _BETWEEN.search(question) and not backwards:
                 direct = (f"{about.capitalize()}{_describe(question, a_day, b_day)}: {a_name} {a_label}, "
                           f"{b_name} {b_label}", cites)
     elif len(found) == 1 and reference is not None and _SINCE.search(question) and dated:
@@ -409,7 +413,8 @@ _ASKS_PLAN = re.compile(r"^\s*(?:when(?:['’]s|\s+(?:is|are|will|am|do|does))|w
 # "How many days between A and B?", "How long was it from A to B?": the distance is the answer.
 _BETWEEN = re.compile(r"\bhow\s+(?:many\s+(?:days|weeks|months)|long)\b.*\b(?:between|from)\b|"
                       r"\bhow\s+(?:many\s+(?:days|weeks|months)|long)\s+(?:after|before)\b", re.IGNORECASE)
-_RETURNS = re.compile(r"\b(?:(?:got|get|came|come|coming|flew|fly|be)\s+(?:back|home)|returned|return)\b", re.IGNORECASE)
+_RETURNS = re.compile(r"\b(?:(?:got|get|came|come|coming|flew|fly|be)\s+(?:back|home)|returned|return)\b",
+                      re.IGNORECASE)
 _LEAVES = re.compile(r"\b(?:leave|leaves|left|leaving|depart\w*|set\s+off|fly|flew|flying|head(?:ed)?\s+(?:off|to))\b"
                      r"(?!\s+(?:back|home))", re.IGNORECASE)
 _DATES_OF = re.compile(r"\b(?:what|which)\s+dates\b", re.IGNORECASE)
@@ -590,7 +595,8 @@ _ITEM_QUESTION = re.compile(
     r"[\w+'’-]+(?:\s+[\w+'’-]+){0,3}?\s+(?:do|does|did|has|have|had|is|are|was|were|can|could|will|would)\b",
     re.IGNORECASE,
 )
-_POSSESSIVE = re.compile(r"(?<=\s)(?=[^\W\d_])[\w-]+['’]s\b")  # a name's ("Íñigo's"), not the first word's ("What's")
+# A name's possessive ("Íñigo's"), not the first word's ("What's").
+_POSSESSIVE = re.compile(r"(?<=\s)(?=[^\W\d_])[\w-]+['’]s\b")
 DIGEST_MAX = 8  # lines in a digest (MemFlow's broad budget packs far more; a reader scans about this many)
 _DIGEST_WORDS = 30  # words of a note shown in a digest line
 _ECHO_JACCARD = 0.8  # a line sharing this much with a chosen one repeats it (a changed plan does not)
@@ -901,7 +907,7 @@ _MODAL = re.compile(
 _MODAL_TERMS = terms("always never must allowed only should prefer prefers preferred rule rules")
 
 
-def is_rule(text: str) -> bool:
+def _is_rule(text: str) -> bool:
     """Rule language, or a limit ("eating out max £250 a month", "jobs up to 40 miles")."""
     return _MODAL.search(text) is not None or has_limit(text)
 
@@ -911,7 +917,7 @@ def rules(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[in
     newest wins (older ones are marked stale). With no rule language at all the evidence is kept
     and a fact says so, so the answer agent can say no rule was found (B.2) without losing context."""
     del question
-    rule_notes = [e for e in evidence if is_rule(e.text)]
+    rule_notes = [e for e in evidence if _is_rule(e.text)]
     if not rule_notes:
         fact = "No always/never rule or policy language was found in the retrieved notes."
         return Prepared("constraint-validation", sorted(evidence, key=_said), [fact])
@@ -919,7 +925,7 @@ def rules(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[in
     # ("pottery ... moves to Tuesday evenings"), and a note whose every rule was replaced is outdated.
     replaced = replaced_rules(evidence)
     by = {newer.note_id for newer, _ in replaced.values()}
-    kept = [e for e in evidence if is_rule(e.text) or e.note_id in by]
+    kept = [e for e in evidence if _is_rule(e.text) or e.note_id in by]
     # "Always X" and "never X" are the same subject: compare on what the rule is about.
     subject = {e.note_id: terms(e.text) - _MODAL_TERMS for e in kept}
     marked, _ = _mark_stale(kept, supersedes, subject)

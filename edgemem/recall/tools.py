@@ -439,10 +439,11 @@ def _stretch_of(item: Evidence) -> tuple[date, date] | None:
 
 def stretch(event: str, evidence: Sequence[Evidence], within: Sequence[tuple[date, date]] = ()) -> Grounded | None:
     """First and last day of a stay or stretch the notes tell ("How many nights did Martín stay with us
-    over Christmas?"), from the stored dates: the line sharing most words with ``event`` that holds a
-    stretch (see :func:`_stretch_of`; a line not outdated first, then the earliest told), overlapping
-    ``within`` when the question names days; then a later line on the same thing that gives a new
-    last day ("ended up staying until Sunday the 4th") moves its end. None when no line holds one."""
+    over Christmas?"), from the stored dates: of the lines that hold a stretch (see :func:`_stretch_of`)
+    overlapping ``within`` when the question names days, the one holding the rarest of ``event``'s
+    words (then one not outdated, then the earliest told); a line that moved it gives the new dates;
+    then a later line on the same thing that gives a new last day ("ended up staying until Sunday
+    the 4th") moves its end. None when no line holds one."""
     wanted = terms(event) - _DATE_ONLY
     lines = [e for e in evidence if e.kind != "summary"]
     # A word few lines hold says more: "Ella's GCSEs" is the GCSE line, not Ella's mocks.
