@@ -32,7 +32,7 @@ from edgemem.recall.rules import replaced_rules, rule_sentences_of
 from edgemem.recall.events import anchors
 from edgemem.recall.limits import has_limit
 from edgemem.recall.tools import (
-    Count, count_occurrences, dates_in_text, describe_days, describe_months, describe_weeks, ground, nth_event, stretch,
+    Count, Grounded, count_occurrences, dates_in_text, describe_days, describe_months, describe_weeks, ground, nth_event, stretch,
     verb_forms,
 )
 from edgemem.text import MONTH_NAMES, STOPWORDS, day_label
@@ -136,22 +136,25 @@ def _with_stretch(prepared: Prepared, question: str, asked_days: Sequence[tuple[
     nights were we actually in wanaka in the end?" routed as a changed fact, "how long was papá in
     hospital in november?" or "what dates was the Helsa kickoff?" as a lookup, get the stretch the
     temporal step measures (:func:`stretch`), in place of the model's sum."""
-    if prepared.direct is not None:
-        return prepared
-    if _DATES_OF.search(question):  # "what dates did the wanaka trip end up being?": the stretch itself
-        span = stretch(question, prepared.evidence, asked_days)
-        if span is None or span.end <= span.start:
-            return prepared
-        return replace(prepared, facts=[*prepared.facts, f"dates asked: {span.label}"],
-                       direct=(span.label, [span.note_id] if span.note_id else []))
-    if not _HOW_LONG.search(question) or _COUNTDOWN.search(question) or len(anchors(question)) != 1:
+    dates = _DATES_OF.search(question) is not None  # "what dates did the wanaka trip end up being?"
+    how_long = _HOW_LONG.search(question) and not _COUNTDOWN.search(question) and len(anchors(question)) == 1
+    if prepared.direct is not None or not (dates or how_long):
         return prepared
     span = stretch(question, prepared.evidence, asked_days)
     if span is None or span.end <= span.start:
         return prepared
+    if dates:
+        fact, direct = f"dates asked: {span.label}", (span.label, [span.note_id] if span.note_id else [])
+    else:
+        fact, direct = _stay(question, span, [])
+    return replace(prepared, facts=[*prepared.facts, fact], direct=direct)
+
+
+def _stay(question: str, span: Grounded, cites: list[int]) -> tuple[str, tuple[str, list[int]]]:
+    """The fact and the answer for how long ``span`` lasted, in the unit asked, citing its note."""
     length = _span_length(question, span.start, span.end)
-    return replace(prepared, facts=[*prepared.facts, f"{span.label}, first day to last: {length}"],
-                   direct=(f"{length[0].upper()}{length[1:]} ({span.label})", [span.note_id] if span.note_id else []))
+    return (f"{span.label}, first day to last: {length}",
+            (f"{length[0].upper()}{length[1:]} ({span.label})", [span.note_id] if span.note_id else cites))
 
 
 # --- time ---------------------------------------------------------------------------------------
@@ -306,9 +309,8 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         # moved by a later line ("ended up staying until Sunday the 4th").
         span = stretch(found[0], evidence, asked_days) or (spans[0] if spans else None)
         if span is not None and span.end > span.start:
-            length = _span_length(question, span.start, span.end)
-            facts.append(f"{span.label}, first day to last: {length}")
-            direct = (f"{length[0].upper()}{length[1:]} ({span.label})", [span.note_id] if span.note_id else cites)
+            fact, direct = _stay(question, span, cites)
+            facts.append(fact)
     if len(found) == 1 and spans and _WEEKDAY_ASKED.search(question) and spans[0].start == spans[0].end:
         # A fact, and the answer only when the line it grounds to holds every word the question
         # names the day by ("mum's birthday"): the one anchor is the whole question, so the line may

@@ -446,12 +446,13 @@ def stretch(event: str, evidence: Sequence[Evidence], within: Sequence[tuple[dat
     the 4th") moves its end. None when no line holds one."""
     wanted = terms(event) - _DATE_ONLY
     lines = [e for e in evidence if e.kind != "summary"]
+    held_by = {id(e): wanted & terms(e.text) for e in lines}
     # A word few lines hold says more: "Ella's GCSEs" is the GCSE line, not Ella's mocks.
-    spread = {t: sum(t in terms(e.text) for e in lines) for t in wanted}
+    spread = {t: sum(t in held for held in held_by.values()) for t in wanted}
     best: tuple | None = None
     chosen: tuple[Evidence, tuple[date, date]] | None = None
     for i, item in enumerate(lines):
-        held = wanted & terms(item.text)
+        held = held_by[id(item)]
         span = _stretch_of(item) if held else None
         if span is None or (within and not any(a <= span[1] and span[0] <= b for a, b in within)):
             continue
@@ -463,15 +464,14 @@ def stretch(event: str, evidence: Sequence[Evidence], within: Sequence[tuple[dat
         return None
     item, (start, end) = chosen
     newer = next((e for e in lines if item.stale and e.note_id == item.superseded_by), None)
-    if newer is not None and _stretch_of(newer) is not None:
-        # Outdated by a line that moved it ("Oslo kickoff moved to 26-28 january"): the new dates,
-        # when that line holds at least half of what singled this one out (a line that outdated
-        # everything naming Noor does not move Noor's mum's visit).
-        held = sum(1 / spread[t] for t in wanted & terms(newer.text))
-        if held >= best[0] / 2:
-            item, (start, end) = newer, _stretch_of(newer)
+    moved = _stretch_of(newer) if newer is not None else None
+    # Outdated by a line that moved it ("Oslo kickoff moved to 26-28 january"): the new dates, when
+    # that line holds at least half of what singled this one out (a line that outdated everything
+    # naming Noor does not move Noor's mum's visit).
+    if moved is not None and sum(1 / spread[t] for t in held_by[id(newer)]) >= best[0] / 2:
+        item, (start, end) = newer, moved
     told = item.day
-    for later in sorted((e for e in lines if e.day and told and e.day > told and wanted & terms(e.text)),
+    for later in sorted((e for e in lines if e.day and told and e.day > told and held_by[id(e)]),
                         key=lambda e: e.day):
         for _, day in _closes(later):
             if start < day and abs((day - end).days) <= _MOVED_END:
