@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
 from typing import Any
 
@@ -100,3 +101,15 @@ def cli(*args: str, input: str | None = None) -> tuple[int, str]:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.stdout
+
+
+# The CLI as a terminal starts it, whatever this test run inherited: a shell that starts a job in the
+# background without job control (nohup …&, a CI runner) sets SIGINT to "ignore", and an ignored
+# signal stays ignored across exec, so the Ctrl+C a test sends would never reach the client.
+_WITH_CTRL_C = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                "sys.argv[0] = 'edgemem'; runpy.run_module('edgemem', run_name='__main__', alter_sys=True)")
+
+
+def edgemem_argv(*args: str) -> list[str]:
+    """``python -m edgemem ARGS`` with Ctrl+C (SIGINT) raising KeyboardInterrupt, as in a terminal."""
+    return [sys.executable, "-c", _WITH_CTRL_C, *args]

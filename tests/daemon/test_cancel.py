@@ -10,7 +10,7 @@ import socket
 import threading
 import time
 
-from daemon_util import connection, frame, read_reply
+from daemon_util import connection, edgemem_argv, frame, read_reply
 
 from edgemem.daemon.server import run_server
 from edgemem.engine import Engine
@@ -212,7 +212,6 @@ def test_ctrl_c_in_chat_cancels_the_answer_and_the_conversation_goes_on(settings
     import os
     import signal
     import subprocess
-    import sys
 
     llm = SlowLLM(default=LONG)
     with Engine.open(settings, llm=llm, embedder=embedder, steps=[]) as engine:
@@ -221,7 +220,7 @@ def test_ctrl_c_in_chat_cancels_the_answer_and_the_conversation_goes_on(settings
 
         with ServerThread(settings, engine):
             env = {**os.environ, "EDGEMEM_HOME": str(settings.home)}
-            chat = subprocess.Popen([sys.executable, "-m", "edgemem", "chat"], env=env, stdin=subprocess.PIPE,
+            chat = subprocess.Popen(edgemem_argv("chat"), env=env, stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             chat.stdin.write((QUESTION + "\n").encode())
             chat.stdin.flush()

@@ -9,13 +9,12 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from daemon_util import ServerThread
+from daemon_util import ServerThread, edgemem_argv
 
 from edgemem.daemon import protocol
 from edgemem.daemon.client import call
@@ -83,7 +82,7 @@ def test_ctrl_c_stops_the_generation_frees_the_model_and_records_the_cancel(sett
 
         # 1. `edgemem ask` in a subprocess; Ctrl+C (SIGINT) once the first answer token is on its stdout.
         env = {**os.environ, "EDGEMEM_HOME": str(settings.home)}
-        client = subprocess.Popen([sys.executable, "-m", "edgemem", "ask", QUESTION], env=env,
+        client = subprocess.Popen(edgemem_argv("ask", QUESTION), env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         first: list[bytes] = []
         reader = threading.Thread(target=lambda: first.append(os.read(client.stdout.fileno(), 1)), daemon=True)
