@@ -254,7 +254,7 @@ _YEAR = r"(?P<y>(?:19|20)\d\d)"
 _PAST_MARKERS = re.compile(
     r"\b(?:was|were|did|had|went|got|made|took|saw|met|came|ran|ate|bought|found|gave|told|said|"
     r"felt|left|spent|thought|knew|heard|lost|won|began|became|brought|sent|wrote|drove|flew|fell|"
-    r"paid|sold|built|taught|caught|kept|held|wore|sang|swam|slept|woke|ago|yesterday|used\s+to|"
+    r"paid|sold|built|taught|caught|kept|held|wore|sang|swam|slept|woke|done|ago|yesterday|used\s+to|"
     r"\w+ed)\b",
     re.IGNORECASE,
 )
@@ -267,7 +267,21 @@ _NOT_PAST = {
     "thrilled", "overwhelmed", "pumped", "stoked", "concerned", "involved", "scheduled", "planned",
     # an arrangement made for the date, not the date gone by: "Oslo 19-21 January, flight booked"
     "booked", "confirmed", "arranged", "rebooked", "reserved",
+    # taking a note of it: "Noted the new address and the 28 February move"
+    "noted",
 }
+# "left" before a side or a body part is the adjective: "left eye first, probably in January".
+_SIDE_NOUN = re.compile(
+    r"\s+(?:eye|eyes|ear|ears|hand|hands|arm|arms|leg|legs|knee|knees|foot|feet|hip|hips|shoulder|wrist|ankle|"
+    r"elbow|heel|thumb|toe|side|lung|kidney|breast|lane|turn|wing|-hand|-handed)\b",
+    re.IGNORECASE,
+)
+# A past form opening its clause and closed by a comma or colon is a label, not the verb of the date:
+# "Updated, the move is on 7 March", "Confirmed: Friday at 10".
+_LABEL_AFTER = re.compile(r"\s*[,:!]")
+# Where a clause ends inside a sentence: its tense does not reach across ("my brother is throwing Ma a
+# party on january 10th, so we moved our flight"): the past of the second clause is not the party's.
+_CLAUSE_END = re.compile(r",\s*(?:so|but|because|cos|cause|though|although|whereas)\b", re.IGNORECASE)
 _FUTURE_MARKERS = re.compile(
     r"(?:\b(?:will|shall|won['’]t|gonna|can(?!['’]?t\b)|might|wanna|(?<!\bwas\s)(?<!\bwere\s)going\s+to|about\s+to|"
     r"plan(?:s|ning)?\s+(?:to|on)|hop(?:e|es|ing)\s+to|wants?\s+(?:to|a|an|me|us|him|her|them)|"
@@ -279,7 +293,8 @@ _FUTURE_MARKERS = re.compile(
 )
 # A present "be" with "now" states what a plan is after a change ("the school shifted it, it's now 16 to
 # 20 october"): the past verb before it changed the plan, the date is the plan's (no tense: nearest).
-_NOW_MARKER = re.compile(r"\b(?:is|are|am|['’]s|['’]re)\s+now\b", re.IGNORECASE)
+_NOW_MARKER = re.compile(r"\b(?:(?:is|are|am|['’]s|['’]re)\s+now|now\s+(?:it['’]?s|it\s+is|(?:it|they)['’]re|is|on))\b",
+                         re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?\n]")
 # Where a tense stops: a sentence's end, a spaced dash ("Madrid on 14 March — noted."): what
 # follows it is a remark about the line, not the verb of its date; or an emoji, which ends a
@@ -309,8 +324,11 @@ def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
     17 September", "Booked: out 11 September" report a plan."""
     left = max((m.end() for m in _TENSE_END.finditer(ctx.text, 0, begin)), default=0)
     left = max([left] + [m.end() for m in _LABEL_COLON.finditer(ctx.text, left, begin)])
+    left = max([left] + [m.end() for m in _CLAUSE_END.finditer(ctx.text, left, begin)])
     right_match = _TENSE_END.search(ctx.text, stop)
     right = right_match.start() if right_match else len(ctx.text)
+    clause_end = _CLAUSE_END.search(ctx.text, stop, right)
+    right = clause_end.start() if clause_end else right
     best: tuple[int, Optional[str]] | None = None
     for tense, pattern in (("past", _PAST_MARKERS), ("future", _FUTURE_MARKERS), (None, _NOW_MARKER)):
         for m in pattern.finditer(ctx.text, left, right):
@@ -318,6 +336,10 @@ def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
                 continue  # part of the phrase itself
             if tense == "past" and m.group().lower() in _NOT_PAST:
                 continue
+            if tense == "past" and m.group().lower() == "left" and _SIDE_NOUN.match(ctx.text, m.end()):
+                continue
+            if tense == "past" and not ctx.text[left:m.start()].strip() and _LABEL_AFTER.match(ctx.text, m.end()):
+                continue  # "Noted, winter concert on 22 November": an acknowledgement, not a past
             if tense == "future" and _titled_at(ctx.text, m.start()):
                 continue  # "after Tomorrow, and Tomorrow, and Tomorrow": a title says no tense
             if tense == "past" and _PARTICIPLE_AFTER.search(ctx.text, max(left, m.start() - 40), m.start()):
@@ -598,9 +620,18 @@ def _ago(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     return _make(m, *span, approximate or bool(m.group("about")))
 
 
+# A negated perfect or a "first time" before "in 4 years" makes it how long something has not happened.
+_NOT_SINCE = re.compile(r"\b(?:haven['’]?t|hasn['’]?t|hadn['’]?t|have\s+not|has\s+not|had\s+not|never|first\s+time)\b",
+                        re.IGNORECASE)
+
+
 def _ahead(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
-    if m.group("p").lower().startswith("in") and _tense(ctx, m.start(), m.end()) == "past":
-        return None  # "we finished it in two weeks" is a duration
+    if m.group("p").lower().startswith("in"):
+        if _tense(ctx, m.start(), m.end()) == "past":
+            return None  # "we finished it in two weeks" is a duration
+        left = max((e.end() for e in _TENSE_END.finditer(ctx.text, 0, m.start())), default=0)
+        if _NOT_SINCE.search(ctx.text, left, m.start()):
+            return None  # "haven't been back in 4 years", "the first time in ten years"
     count, approximate = _count(m.group("count"))
     unit = m.group("unit").lower()
     if unit == "week":  # "in 3 weeks": the day three weeks on, not the calendar week around it
@@ -1080,6 +1111,16 @@ _MONTH_IN_PHRASE = re.compile(_MONTH, re.IGNORECASE)
 _HOLIDAY_IN_PHRASE = re.compile(_HOLIDAY, re.IGNORECASE)
 
 
+_TARGET_PHRASE = re.compile(r"(?:for|to|until|till|through)\b", re.IGNORECASE)
+
+
+def _past_day(found: _Found, ctx: _Context) -> bool:
+    """A day alone read in the past: not the target of an arranging ("moved our flight to the 12th")."""
+    if _TARGET_PHRASE.match(found.date.phrase) or _TARGET.search(ctx.text[max(0, found.begin - 60): found.begin]):
+        return False
+    return _tense(ctx, found.begin, found.stop) == "past"
+
+
 def _inside(before: _Found, found: _Found, ctx: _Context) -> _Found:
     """A day alone after the sentence of a range of days within one month that holds it takes that
     month: "Lisbon for her birthday, 6-9 november. she turns 31 on the 7th" is 7 November, not the 7th
@@ -1090,7 +1131,7 @@ def _inside(before: _Found, found: _Found, ctx: _Context) -> _Found:
             and span.start.day <= day.start.day <= span.end.day):
         return found
     moved = span.start.replace(day=day.start.day)
-    if moved > ctx.day and _tense(ctx, found.begin, found.stop) == "past":
+    if moved > ctx.day and _past_day(found, ctx):
         return found
     return replace(found, date=replace(day, start=moved, end=moved))
 
@@ -1120,7 +1161,7 @@ def _month_from(before: _Found, found: _Found, ctx: _Context, *, placed: bool = 
     if not spans:
         return found
     start, end = min(spans, key=lambda s: _distance(s, base))
-    if start > ctx.day and _tense(ctx, found.begin, found.stop) == "past":
+    if start > ctx.day and _past_day(found, ctx):
         return found  # "moved to 4 March, they had a staff thing on the 27th": not ahead
     return replace(found, date=replace(found.date, start=start, end=end))
     if _SENTENCE_END.search(ctx.text, before.end, found.begin) is not None:
@@ -1134,7 +1175,7 @@ def _month_from(before: _Found, found: _Found, ctx: _Context, *, placed: bool = 
         except ValueError:
             continue  # no 31st in this month
         if start >= base or start <= base <= end:  # after it, or around it ("Christmas, 24th to the 27th")
-            if start > ctx.day and _tense(ctx, found.begin, found.stop) == "past":
+            if start > ctx.day and _past_day(found, ctx):
                 return found  # "moved to 4 March, they had a staff thing on the 27th": not ahead
             resolved = replace(found.date, start=start, end=end)
             return replace(found, date=resolved)

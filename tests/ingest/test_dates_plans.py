@@ -432,3 +432,46 @@ def test_a_texted_weekday_after_this_next_or_last(text, expected):
 ])
 def test_a_trips_legs_take_no_tense_from_the_verb_before_them(text, expected):
     assert annotate(text, datetime(2025, 10, 19, 20, 0)) == expected
+
+
+@pytest.mark.parametrize("said, text, expected", [
+    # An acknowledgement opening the sentence is no past: the concert lies ahead.
+    ((2025, 10, 2), "Noted, winter concert at Église Saint-Bruno on 22 November.",
+     "Noted, winter concert at Église Saint-Bruno on 22 November [22 November 2025]."),
+    ((2026, 1, 14), "Noted the new address and the 28 February move.",
+     "Noted the new address and the 28 February [28 February 2026] move."),
+    # "now it's" states the plan as it stands after the change the past verbs tell.
+    ((2026, 2, 6), "the move got pushed. the removal company messed up so now it's 7 march",
+     "the move got pushed. the removal company messed up so now it's 7 march [7 March 2026]"),
+    # "left" before a side is no verb.
+    ((2025, 9, 24), "He says left eye first, probably in January.",
+     "He says left eye first, probably in January [January 2026]."),
+    # "done" is a past: the left eye's day has gone by, whatever is scheduled next.
+    ((2026, 2, 9), "left eye done on 27 January, and the right eye is scheduled for Tuesday 17 March.",
+     "left eye done on 27 January [27 January 2026], and the right eye is scheduled for Tuesday 17 March "
+     "[17 March 2026]."),
+])
+def test_words_that_look_past_but_date_nothing(said, text, expected):
+    assert annotate(text, datetime(*said, 20, 0)) == expected
+
+
+def test_a_clause_after_so_or_but_keeps_its_tense_to_itself() -> None:
+    # The party is ahead ("is throwing"); "moved" belongs to the clause after ", so", and the flight
+    # it moved "to the 12th" is the party's month, ahead too.
+    said = datetime(2025, 11, 4, 20, 0)
+    assert annotate("my brother is throwing Ma a party on january 10th in Kumasi, so we moved our return "
+                    "flight to the 12th", said) == (
+        "my brother is throwing Ma a party on january 10th [10 January 2026] in Kumasi, so we moved our return "
+        "flight to the 12th [12 January 2026]")
+    # The past of a date's own clause still dates it.
+    assert annotate("I went there on Friday, but it rained", said) == (
+        "I went there on Friday [31 October 2025], but it rained")
+
+
+@pytest.mark.parametrize("text", [
+    "haven't been back in 4 years. Ma is going to cry",
+    "first time in ten years we all met",
+    "she hasn't called in 3 weeks",
+])
+def test_in_so_many_years_after_a_negated_perfect_is_how_long_not_when(text):
+    assert annotate(text, datetime(2025, 9, 9, 20, 0)) == text
