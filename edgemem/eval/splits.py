@@ -21,6 +21,10 @@ edgemem code, are *tune*: they give the rule, plan and count mechanisms historie
 without spending the fresh check. Two more personas, Kai and Graciela
 (``eval/data/personal-tune2.json``), were written the same way in the twenty-fifth session; their
 first run, before anything was fitted on them, is reported as unseen, and they are *tune* after it.
+Ines and Kwame were the check from their writing to the twenty-sixth session (last reported there,
+36/88); in the twenty-seventh they became *tune*, their failures read, and two personas written then
+by a helper that saw no edgemem code (``eval/data/personal-fresh2.json``) are the check nothing was
+tuned on.
 """
 
 from __future__ import annotations
@@ -43,12 +47,14 @@ SPLITS: dict[str, str] = {
     "persona-tom": TUNE,
     "persona-priya": CHECK,
     "persona-jonas": CHECK,
-    "persona-ines": CHECK,
-    "persona-kwame": CHECK,
+    "persona-ines": TUNE,
+    "persona-kwame": TUNE,
     "persona-lena": TUNE,
     "persona-rafael": TUNE,
     "persona-kai": TUNE,
     "persona-graciela": TUNE,
+    "persona-halina": CHECK,
+    "persona-chidi": CHECK,
 }
 
 
