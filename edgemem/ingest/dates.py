@@ -308,6 +308,9 @@ _PARTICIPLE_AFTER = re.compile(
     r"\b(?:am|is|are|be|being|get|gets|getting|become|becomes|becoming|['’]m|['’]re)\s+(?:\w+ly\s+)?$",
     re.IGNORECASE,
 )
+# "have got" is a present "have": "Kofi's got basketball camp, 28 july to 1 august", "I've got the
+# dentist on the 9th".
+_HAVE_GOT = re.compile(r"(?:['’]s|['’]ve|\bhave|\bhas)\s+$", re.IGNORECASE)
 
 
 # An article, and maybe a length ("a 2 week paid trial"), before a past form makes it an adjective.
@@ -337,6 +340,8 @@ def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
             if tense == "past" and m.group().lower() in _NOT_PAST:
                 continue
             if tense == "past" and m.group().lower() == "left" and _SIDE_NOUN.match(ctx.text, m.end()):
+                continue
+            if tense == "past" and m.group().lower() == "got" and _HAVE_GOT.search(ctx.text, max(left, m.start() - 8), m.start()):
                 continue
             if tense == "past" and not ctx.text[left:m.start()].strip() and _LABEL_AFTER.match(ctx.text, m.end()):
                 continue  # "Noted, winter concert on 22 November": an acknowledgement, not a past

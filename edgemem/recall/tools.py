@@ -385,14 +385,17 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
 
 
 # A stretch of days closes with one of these just before its last day: "stay until the 2nd of
-# January", "came home on Friday the 7th", "going back on Thursday 26 February".
+# January", "came home on Friday the 7th", "going back on Thursday 26 February", "moved our return
+# flight to the 12th".
 _CLOSES = re.compile(
-    r"\b(?:until|till|til|back|home|return(?:s|ed|ing)?)\s+(?:on\s+)?(?:the\s+)?(?:[a-z]+day\s+)?(?:the\s+)?$",
+    r"\b(?:until|till|til|back|home|return(?:s|ed|ing)?)(?:\s+(?:flight|trip|journey|date|leg))?"
+    r"(?:\s+(?:is|was|now|to|moved\s+to|changed\s+to))*\s+(?:on\s+)?(?:the\s+)?(?:[a-z]+day\s+)?(?:the\s+)?$",
     re.IGNORECASE,
 )
 _SENTENCE_GAP = re.compile(r"(?<=[.!?])\s+")
 _HOLIDAY = re.compile(r"christmas|xmas|new\s+year|easter|boxing|halloween|valentine|thanksgiving|hanukkah|diwali|eid\b",
                       re.IGNORECASE)
+_MOVES = re.compile(r"\b(?:moved|changed|pushed|postponed|rescheduled|brought\s+forward|delayed)\b", re.IGNORECASE)
 _CLOSE_WINDOW = 30  # characters before a date searched for a closing word
 _MOVED_END = 10  # days: a later line's new last day moves this stretch's end, no further away
 
@@ -428,6 +431,8 @@ def _stretch_of(item: Evidence) -> tuple[date, date] | None:
         return ranges[0]
     for at, end in _closes(item):
         bounds = [0] + [m.end() for m in _SENTENCE_GAP.finditer(item.text, 0, at)]
+        if _MOVES.search(item.text, bounds[-1], at):
+            continue  # "a party on the 10th, so we moved our return flight to the 12th": a new last day only
         since = bounds[-2] if len(bounds) > 1 else 0
         # "christmas [25 December]: going to mum's on the 23rd": a holiday frames a stay, it does not open it.
         opens = [a for where, a, b, phrase in days

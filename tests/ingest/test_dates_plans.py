@@ -475,3 +475,11 @@ def test_a_clause_after_so_or_but_keeps_its_tense_to_itself() -> None:
 ])
 def test_in_so_many_years_after_a_negated_perfect_is_how_long_not_when(text):
     assert annotate(text, datetime(2025, 9, 9, 20, 0)) == text
+
+
+def test_have_got_is_a_present_have() -> None:
+    said = datetime(2025, 7, 8, 20, 40)
+    assert annotate("Kofi's got basketball camp at the U, 28 july to 1 august", said) == (
+        "Kofi's got basketball camp at the U, 28 july to 1 august [28 July–1 August 2025]")
+    assert annotate("I've got the dentist on the 9th", said) == "I've got the dentist on the 9th [9 July 2025]"
+    assert annotate("I got a ticket on Friday", said) == "I got a ticket on Friday [4 July 2025]"

@@ -860,3 +860,16 @@ def test_what_dates_a_trip_was_are_its_stretch_as_moved() -> None:
     assert prepare("conflict-resolution", "what dates was the Helsa kickoff in Oslo?", [told(
         1, "Helsa kickoff in Oslo is 19-21 january, flights booked", "2025-11-20T20:00:00", "Rafael")]).direct == (
         "19 January 2026 to 21 January 2026", [1])
+
+
+def test_a_moved_return_flight_moves_the_trips_last_day_and_opens_no_stretch_of_its_own() -> None:
+    trip = told(1, "big one: Ghana for christmas. flights booked, out december 17th, back january 6th",
+                "2025-09-09T21:30:00", "Kwame")
+    moved = told(2, "change to the ghana trip: my brother is throwing Ma a surprise 75th on january 10th in Kumasi, "
+                    "so we moved our return flight to the 12th", "2025-11-04T21:45:00", "Kwame")
+    question = "How many days were we away in Ghana, flight to flight?"
+    # Not the party's 10th to the flight's 12th: the trip as booked, its end moved.
+    assert temporal(question, [trip, moved]).direct[0] == (
+        "27 days counting both ends (26 nights) (17 December 2025 to 12 January 2026)")
+    assert temporal(question, [trip]).direct[0] == (
+        "21 days counting both ends (20 nights) (17 December 2025 to 6 January 2026)")
