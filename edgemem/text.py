@@ -52,6 +52,32 @@ MONTH_NAMES = (
     "July", "August", "September", "October", "November", "December",
 )
 
+# Holidays on a fixed day of the year, as (month, day): the write path dates "on Christmas Eve" by
+# them, the read path knows that a holiday frames a stay rather than opening it.
+HOLIDAYS = {
+    "christmas eve": (12, 24), "christmas day": (12, 25), "christmas": (12, 25), "xmas": (12, 25),
+    "boxing day": (12, 26), "st stephen's day": (12, 26), "new year's eve": (12, 31), "new years eve": (12, 31),
+    "new year's day": (1, 1), "new years day": (1, 1), "halloween": (10, 31), "all saints day": (11, 1),
+    "all saints' day": (11, 1), "valentine's day": (2, 14), "valentines day": (2, 14), "st patrick's day": (3, 17),
+    "st george's day": (4, 23), "canada day": (7, 1), "fourth of july": (7, 4), "bastille day": (7, 14),
+    "bonfire night": (11, 5), "guy fawkes night": (11, 5), "st andrew's day": (11, 30),
+}
+# Their names as written (a group ``h``): "Xmas", "New Years Eve", "St. Patrick's Day", "all saints'".
+HOLIDAY_PATTERN = (
+    r"(?P<h>christmas\s+eve|christmas\s+day|christmas|xmas|boxing\s+day|new\s+year['’]?s\s+(?:eve|day)"
+    r"|halloween|all\s+saints['’]?\s+day|valentine['’]?s\s+day|fourth\s+of\s+july|canada\s+day|bastille\s+day"
+    r"|bonfire\s+night|guy\s+fawkes\s+night|st\.?\s+(?:patrick|george|andrew|stephen)['’]?s\s+day)"
+)
+
+
+_HOLIDAY_KEYS = {name.replace("'", ""): day for name, day in HOLIDAYS.items()}
+
+
+def holiday_day(name: str) -> tuple[int, int]:
+    """(month, day) of a holiday as HOLIDAY_PATTERN matched it, apostrophes or not."""
+    return _HOLIDAY_KEYS[" ".join(re.sub(r"['’]", "", name.lower()).replace("st. ", "st ").split())]
+
+
 # Where a sentence ends: after . ! or ? and the space before the next sentence (the packer's sentence
 # extraction and the write path's sentence vectors cut text the same way).
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")

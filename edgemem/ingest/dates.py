@@ -77,6 +77,7 @@ from typing import Callable, Optional
 
 from dateutil.relativedelta import relativedelta
 
+from edgemem.text import HOLIDAY_PATTERN, holiday_day
 from edgemem.text import MONTH_NAMES as _MONTH_NAMES
 from edgemem.text import day_label as _day_label
 
@@ -813,21 +814,13 @@ def _day_month(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
 # Holidays on a fixed day of the year, placed like a date without a year ("at Christmas" said in
 # November is the coming one; "over Christmas" said in January, past tense, the one just gone).
 # Movable feasts (Easter, Thanksgiving, Diwali) are left unresolved rather than guessed.
-HOLIDAYS = {
-    "christmas eve": (12, 24), "christmas day": (12, 25), "christmas": (12, 25), "xmas": (12, 25),
-    "boxing day": (12, 26), "new year's eve": (12, 31), "new years eve": (12, 31),
-    "new year's day": (1, 1), "new years day": (1, 1), "halloween": (10, 31),
-    "valentine's day": (2, 14), "valentines day": (2, 14), "st patrick's day": (3, 17),
-}
-_HOLIDAY = (r"(?P<h>christmas\s+eve|christmas\s+day|christmas|xmas|boxing\s+day|new\s+year'?s\s+(?:eve|day)"
-            r"|halloween|valentine'?s\s+day|st\.?\s+patrick'?s\s+day)")
+_HOLIDAY = HOLIDAY_PATTERN
 
 
 def _holiday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     if _preceded_by_the(m, ctx):
         return None  # "the Christmas magic", "the Christmas before last": no day of its own
-    name = " ".join(m.group("h").lower().replace("’", "'").replace("st. ", "st ").split())
-    month, day_number = HOLIDAYS[name]
+    month, day_number = holiday_day(m.group("h"))
     chosen = _choose(_yearly(month, day_number, ctx), ctx, _reading(m, ctx))
     if chosen is None:
         return None

@@ -27,7 +27,7 @@ from dateutil.relativedelta import relativedelta
 
 from edgemem.recall.events import anchors
 from edgemem.recall.evidence import ASSISTANT_SPEAKERS, Evidence, jaccard, parse_iso_day, terms
-from edgemem.text import day_label
+from edgemem.text import HOLIDAY_PATTERN, day_label
 
 __all__ = [
     "MAX_TOOL_ROUNDS", "TOOL_NAMES", "TAG_TOOLS", "tools_for", "ERROR_PREFIX", "RESULT_PREFIX",
@@ -393,8 +393,7 @@ _CLOSES = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_GAP = re.compile(r"(?<=[.!?])\s+")
-_HOLIDAY = re.compile(r"christmas|xmas|new\s+year|easter|boxing|halloween|valentine|thanksgiving|hanukkah|diwali|eid\b",
-                      re.IGNORECASE)
+_HOLIDAY = re.compile(HOLIDAY_PATTERN, re.IGNORECASE)
 _MOVES = re.compile(r"\b(?:moved|changed|pushed|postponed|rescheduled|brought\s+forward|delayed)\b", re.IGNORECASE)
 _CLOSE_WINDOW = 30  # characters before a date searched for a closing word
 _MOVED_END = 10  # days: a later line's new last day moves this stretch's end, no further away

@@ -483,3 +483,14 @@ def test_have_got_is_a_present_have() -> None:
         "Kofi's got basketball camp at the U, 28 july to 1 august [28 July–1 August 2025]")
     assert annotate("I've got the dentist on the 9th", said) == "I've got the dentist on the 9th [9 July 2025]"
     assert annotate("I got a ticket on Friday", said) == "I got a ticket on Friday [4 July 2025]"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("fourth of july Desmond took me and Kofi to the Twins",
+     "fourth of july [4 July 2025] Desmond took me and Kofi to the Twins"),
+    ("St Patricks Day parade with the kids", "St Patricks Day [17 March 2025] parade with the kids"),
+    ("St. Andrew’s Day dinner at Mairi's", "St. Andrew’s Day [30 November 2025] dinner at Mairi's"),
+    ("bonfire night at the park", "bonfire night [5 November 2025] at the park"),
+])
+def test_holidays_on_a_fixed_day_are_dated_written_any_way(text, expected):
+    assert annotate(text, datetime(2025, 7, 8, 20, 40)) == expected
