@@ -119,7 +119,7 @@ def prepare(
     if tag == "broad-summarization":
         return diversify(question, evidence, asked_days=asked_days, similar=similar)
     if tag == "constraint-validation":
-        return rules(question, evidence, supersedes=supersedes)
+        return _with_stretch(rules(question, evidence, supersedes=supersedes), question, asked_days)
     if tag == "state-tracking":
         return timeline(question, evidence, entity=entity, asked_days=asked_days)
     # A moved plan is marked outdated (preprocess.redated) only when a date is what is asked ("what
@@ -127,7 +127,8 @@ def prepare(
     # for any targeted question, it hid the line that held what else was asked of it ("Who's Mochi's
     # vet?": the cat-sitting plan 5-9 March, later told again for December, held the vet).
     if _DATE_ASKED.search(question):
-        return _with_stretch(Prepared(tag, _outdate(evidence, redated(evidence))), question, asked_days)
+        moved = redated(evidence, terms(question) - NOW_TERMS)
+        return _with_stretch(Prepared(tag, _outdate(evidence, moved)), question, asked_days)
     return _with_stretch(Prepared(tag, list(evidence)), question, asked_days)
 
 
@@ -135,9 +136,17 @@ def _with_stretch(prepared: Prepared, question: str, asked_days: Sequence[tuple[
     """How long a stay lasted, and what dates it ran, is date maths whatever the route: "how many
     nights were we actually in wanaka in the end?" routed as a changed fact, "how long was papá in
     hospital in november?" or "what dates was the Helsa kickoff?" as a lookup, get the stretch the
-    temporal step measures (:func:`stretch`), in place of the model's sum."""
+    temporal step measures (:func:`stretch`), in place of the model's sum. So is the day of the week
+    of one event (:func:`_weekday`)."""
+    found = anchors(question)
+    if prepared.direct is None and _WEEKDAY_NAMED.search(question) and len(found) == 1:
+        span = ground(found[0], prepared.evidence)
+        moved = redated(prepared.evidence, terms(question) - NOW_TERMS)
+        weekday = _weekday(found[0], span, prepared.evidence, moved) if span is not None else None
+        if weekday is not None:
+            return replace(prepared, facts=[*prepared.facts, weekday[0]], direct=weekday[1])
     dates = _DATES_OF.search(question) is not None  # "what dates did the wanaka trip end up being?"
-    how_long = _HOW_LONG.search(question) and not _COUNTDOWN.search(question) and len(anchors(question)) == 1
+    how_long = _HOW_LONG.search(question) and not _COUNTDOWN.search(question) and len(found) == 1
     if prepared.direct is not None or not (dates or how_long):
         return prepared
     span = stretch(question, prepared.evidence, asked_days)
@@ -250,8 +259,8 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
     stands: the recency filter marks the older statements of a changed plan outdated ("GP review on
     Tuesday 3 February" before "the GP cancelled my review, I'm in on the 17th now"). One about when
     something was ("When did …?") keeps every statement: two visits are two events."""
-    moved = redated(evidence)
-    if _ASKS_PLAN.search(question):
+    moved = redated(evidence, terms(question) - NOW_TERMS)
+    if _ASKS_PLAN.search(question) or _FINAL.search(question):
         links = {**(supersedes or {}), **{old: new.note_id for old, new in moved.items()}}
         evidence, _ = _mark_stale(evidence, links, {e.note_id: terms(e.text) for e in evidence})
     else:
@@ -261,6 +270,7 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
     found = _the_one(anchors(question))
     dated: list[tuple[str, date, str, bool]] = []
     spans = []  # the Grounded dates behind `dated`
+    trips: set[str] = set()  # anchors dated as a trip's first or last day
     for anchor in found:
         # The same operands the date tools use (tools.ground): the stored date nearest the event's
         # words in its best-matching note, or a date the question itself writes. Leaving for a trip
@@ -276,6 +286,13 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         if trip is not None:
             day = trip.end if returns else trip.start
             grounded = replace(trip, start=day, end=day, label=day_label(day), exact=True)
+            trips.add(anchor)
+        elif grounded is not None and grounded.end > grounded.start and (_STARTS.search(anchor) or _FINISHES.search(anchor)):
+            # "the end of the hen weekend" (29 to 31 May) is its last day, "the start of …" its first.
+            line = next((e for e in evidence if e.note_id == grounded.note_id), None)
+            if line is not None and {grounded.start, grounded.end} <= _stated_days(line):
+                day = grounded.start if _STARTS.search(anchor) else grounded.end
+                grounded = replace(grounded, start=day, end=day, label=day_label(day), exact=True)
         if grounded is not None:
             dated.append((anchor, grounded.start, grounded.label, grounded.exact))
             spans.append(grounded)
@@ -311,17 +328,69 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         if span is not None and span.end > span.start:
             fact, direct = _stay(question, span, cites)
             facts.append(fact)
-    if len(found) == 1 and spans and _WEEKDAY_ASKED.search(question) and spans[0].start == spans[0].end:
-        # A fact, and the answer only when the line it grounds to holds every word the question
-        # names the day by ("mum's birthday"): the one anchor is the whole question, so the line may
-        # be a neighbour's ("Mum's in Rosewood House", said 9 September, for "Mum's 80th").
+    if len(found) == 1 and spans and _WEEKDAY_ASKED.search(question):
+        weekday = _weekday(found[0], spans[0], evidence, moved, trip=found[0] in trips)
+        if weekday is not None:
+            facts.append(weekday[0])
+            direct = weekday[1] or direct
+    one_day = _DATE_ASKED.search(question) and not (_DATES_OF.search(question) or _HOW_LONG.search(question))
+    if direct is None and len(found) == 1 and spans and one_day and spans[0].exact and spans[0].start == spans[0].end:
+        # "What date did we fly back from Ghana?", "What was the date of the winter concert?": the
+        # day, when the line it comes from names the event as asked (or moved the plan of one that
+        # did), or when it is a trip's leg.
         span = spans[0]
-        weekday = span.start.strftime("%A")
-        facts.append(f"{span.label} is a {weekday}")
-        line = next((e for e in evidence if e.note_id == span.note_id), None)
-        if line is not None and span.exact and terms(found[0]) - _WEEKDAY_WORDS <= terms(line.text):
-            direct = (f"{weekday}, {span.label}", [line.note_id])
+        if found[0] in trips or _names(found[0], span, evidence, moved):
+            direct = (span.label, [span.note_id] if span.note_id else [])
     return Prepared("temporal-reasoning", ordered, facts, direct=direct)
+
+
+def _names(event: str, span: Grounded, evidence: Sequence[Evidence], moved: Mapping[int, Evidence],
+           day: date | None = None) -> bool:
+    """Whether the line ``span`` comes from holds every word the question names its event by, or
+    moved the plan of a line that does ("change of plan for the concert, it's moved to the 29th" for
+    "the choir's winter concert", told first as "our winter concert is on 22 November")."""
+    named = terms(_FINAL.sub(" ", _FINISHES.sub(" ", _STARTS.sub(" ", event)))) - _WEEKDAY_WORDS
+    by_id = {e.note_id: e for e in evidence}
+    line = by_id.get(span.note_id) if span.note_id is not None else None
+    if line is None or line.stale or (day or span.start) not in _stated_days(line):
+        return False  # not a day the line states (ground falls back to the day it was said)
+    told = [line] + [by_id[old] for old, new in moved.items() if new.note_id == line.note_id and old in by_id]
+    return any(named <= terms(e.text) for e in told)
+
+
+def _weekday(event: str, span: Grounded, evidence: Sequence[Evidence], moved: Mapping[int, Evidence] | None = None,
+             *, trip: bool = False) -> tuple[str, tuple[str, list[int]] | None] | None:
+    """The fact "D is a Friday" for the day ``event`` grounds to, and the answer when the line holds
+    every word the question names the day by ("mum's birthday"): the one anchor is the whole question,
+    so the line may be a neighbour's ("Mum's in Rosewood House", said 9 September, for "Mum's 80th").
+    A stretch's first day when the event is its start ("when does the hen weekend kick off"), its last
+    when its end; None for a stretch otherwise."""
+    day, exact = span.start, span.exact
+    if span.end != span.start:
+        line = next((e for e in evidence if e.note_id == span.note_id), None)
+        if line is None or not {span.start, span.end} <= _stated_days(line):
+            return None  # a month or a week, not a stretch of days
+        exact = True  # a stretch's first or last day is a day
+        if _STARTS.search(event):
+            day = span.start
+        elif _FINISHES.search(event):
+            day = span.end
+        else:
+            return None
+    label = day_label(day)
+    weekday = day.strftime("%A")
+    if exact and (trip or _names(event, span, evidence, moved or {}, day)):
+        return f"{label} is a {weekday}", (f"{weekday}, {label}", [span.note_id] if span.note_id else [])
+    return f"{label} is a {weekday}", None
+
+
+# The first or last day of a stretch, as a question asks for it.
+_STARTS = re.compile(r"\b(?:kick(?:s|ing)?\s+off|start(?:s|ing)?|begin(?:s|ning)?|first\s+day|set(?:s|ting)?\s+off)\b",
+                     re.IGNORECASE)
+_FINISHES = re.compile(r"\b(?<!in the )(?<!at the )(?:end(?:s|ing)?|finish(?:es|ing)?|last\s+day|wrap(?:s|ping)?\s+up)\b", re.IGNORECASE)
+# Asked whatever the route ("what weekday are Kofi's tryouts on", routed as a changed fact): not
+# "which day", which a planning question asks too ("which day works for me?").
+_WEEKDAY_NAMED = re.compile(r"\b(?:day\s+of\s+the\s+week|(?:what|which)\s+weekday)\b", re.IGNORECASE)
 
 
 def _the_one(found: list[str]) -> list[str]:
@@ -360,6 +429,9 @@ _REDATE_TERMS = terms("now move moved moves change changed changes update update
 _ENDS = re.compile(r"\b(?:finish\w*|end(?:s|ing)?|until|till|back|home|leav\w*|return\w*|extend\w*)\b", re.IGNORECASE)
 
 
+_MOVED_BY = 62  # days: a plan told again further away than this is another plan
+
+
 def _plan_days(e: Evidence) -> set[tuple[date, date]]:
     """The spans a line dates ahead of the day it was said (a plan), exact to the day."""
     said = e.day
@@ -372,8 +444,10 @@ def _plan_days(e: Evidence) -> set[tuple[date, date]]:
     return out
 
 
-def redated(evidence: Sequence[Evidence]) -> dict[int, Evidence]:
-    """Note id of a plan → the newest later line that moved it (see above)."""
+def redated(evidence: Sequence[Evidence], topic: frozenset[str] | set[str] = frozenset()) -> dict[int, Evidence]:
+    """Note id of a plan → the newest later line that moved it (see above). ``topic``: the question's
+    words, which name the subject even when they are words of changing ("when did we move house in
+    the end?": "the move got pushed, now it's 7 march" moved "we move on 28 february")."""
     plans = [(e, days) for e in evidence if e.kind == "raw" and e.note_id > 0 and (days := _plan_days(e))]
     out: dict[int, Evidence] = {}
     people = Counter(who for e in evidence if (who := (e.speaker or "").strip().lower()) not in ASSISTANT_SPEAKERS)
@@ -383,8 +457,9 @@ def redated(evidence: Sequence[Evidence]) -> dict[int, Evidence]:
         who = (e.speaker or "").strip().lower()
         return user if who in ASSISTANT_SPEAKERS else who
 
+    change_words = _REDATE_TERMS - set(topic)
     for old, old_days in plans:
-        about = terms(old.text) - _REDATE_TERMS
+        about = terms(old.text) - change_words
         for new, new_days in plans:
             if _said(new) <= _said(old) or not new_days - old_days or _REDATE.search(new.text) is None:
                 continue
@@ -392,6 +467,8 @@ def redated(evidence: Sequence[Evidence]) -> dict[int, Evidence]:
                 continue  # "now finishing on the 5th": a new last day, the first one stands
             if teller(old) != teller(new):
                 continue  # someone else's plan
+            if min(abs((a[0] - b[0]).days) for a in old_days for b in new_days) > _MOVED_BY:
+                continue  # "the wedding is on 13 June" is not moved by "more news: … we move on 28 february"
             if _assistant(new) and not _assistant(old) and new.day == old.day:
                 continue  # "Updated: Lisbon from 22 to 30 September": the user's line restated, not moved
             if about & terms(new.text) and (old.note_id not in out or _said(new) > _said(out[old.note_id])):
@@ -409,9 +486,13 @@ def _outdate(evidence: Sequence[Evidence], moved: Mapping[int, Evidence]) -> lis
 
 
 # "What dates was the kickoff?", "when's the dentist?", "which day is choir?": the answer is a date.
-_DATE_ASKED = re.compile(r"^\s*(?:when\b|(?:what|which)\s+(?:dates?|days?)\b(?!\s+of\s+the\s+week))", re.IGNORECASE)
+_DATE_ASKED = re.compile(r"^\s*(?:when\b|(?:what|which)\s+(?:dates?|days?)\b(?!\s+of\s+the\s+week)|"
+                         r"what(?:\s+was|\s+is|['’]s)\s+the\s+(?:date|day)\b(?!\s+of\s+the\s+week))", re.IGNORECASE)
 _ASKS_PLAN = re.compile(r"^\s*(?:when(?:['’]s|\s+(?:is|are|will|am|do|does))|what\s+(?:date|day|time)\s+(?:is|are|will|do|does))\b",
                         re.IGNORECASE)
+# "When did we finally move?", "what day did we move in the end?": the plan as it ended,
+# as for a question about when something is (_ASKS_PLAN).
+_FINAL = re.compile(r"\b(?:in\s+the\s+end|end(?:ed|s)?\s+up|finally|eventually|after\s+all)\b", re.IGNORECASE)
 # "How many days between A and B?", "How long was it from A to B?": the distance is the answer.
 _BETWEEN = re.compile(r"\bhow\s+(?:many\s+(?:days|weeks|months)|long)\b.*\b(?:between|from)\b|"
                       r"\bhow\s+(?:many\s+(?:days|weeks|months)|long)\s+(?:after|before)\b", re.IGNORECASE)
@@ -510,18 +591,47 @@ def _subject_label(current: Evidence, older: Sequence[Evidence], subject: dict[i
 
 
 
-def _latest(question: str, evidence: Sequence[Evidence]) -> list[str]:
-    """The newest statement on what the question asks about, quoted: of the items sharing the most
-    of the question's content terms, the one said last. The pairwise grouping (:func:`_mark_stale`)
-    misses a changed value worded anew ("my number if you need it: 07700 900118" / "new number, the
-    old one's cancelled: 07700 900412" share one word of six); the question names the subject."""
+def _newest_on(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
+    """The newest statement on what the question asks about: of the items sharing the most of the
+    question's content terms, the one said last; of the lines that give a day when a date is asked.
+    The pairwise grouping (:func:`_mark_stale`) misses a changed value worded anew ("my number if you
+    need it: 07700 900118" / "new number, the old one's cancelled: 07700 900412" share one word of
+    six); the question names the subject."""
     asked = terms(question) - NOW_TERMS
     current = [e for e in evidence if e.kind == "raw" and not e.stale]
+    if _DATE_ASKED.search(question) or _WEEKDAY_ASKED.search(question):
+        current = [e for e in current if _exact_days(e)]
     shared = {e.note_id: len(asked & (terms(e.text) | terms(e.speaker or ""))) for e in current}
     best = max(shared.values(), default=0)
     if best == 0:
+        return None
+    return max((e for e in current if shared[e.note_id] == best), key=_said)
+
+
+def _exact_days(e: Evidence) -> set[date]:
+    """The single days (not ranges, weeks or approximate dates) a line's stored dates name."""
+    out = set()
+    for d in e.dates:
+        start, end = parse_iso_day(d.get("start")), parse_iso_day(d.get("end") or d.get("start"))
+        if start is not None and start == end and d.get("granularity", "day") == "day" and not d.get("approximate"):
+            out.add(start)
+    return out
+
+
+def _stated_days(e: Evidence) -> set[date]:
+    """The first and last days of the day-exact dates a line states."""
+    out = set()
+    for d in e.dates:
+        start, end = parse_iso_day(d.get("start")), parse_iso_day(d.get("end") or d.get("start"))
+        if start is not None and end is not None and d.get("granularity", "day") == "day" and not d.get("approximate"):
+            out |= {start, end}
+    return out
+
+
+def _latest(newest: Evidence | None) -> list[str]:
+    """The newest statement on what is asked, quoted (see :func:`_newest_on`)."""
+    if newest is None:
         return []
-    newest = max((e for e in current if shared[e.note_id] == best), key=_said)
     text = " ".join(newest.text.split())
     text = text if len(text) <= 200 else text[:199] + "…"
     return [f"Latest on what is asked: {newest.header()} {text}"]
@@ -532,16 +642,27 @@ def recency(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[
     "(outdated as of <date>)". Output is sorted by time said, newest last (the B.2 conflict prompt
     reads "the most recent entries appear last")."""
     subject = {e.note_id: terms(e.text) for e in evidence}
-    links = {**(supersedes or {}), **{old: new.note_id for old, new in redated(evidence).items()}}
+    moved = redated(evidence, terms(question) - NOW_TERMS)
+    links = {**(supersedes or {}), **{old: new.note_id for old, new in moved.items()}}
     marked, conflicts = _mark_stale(evidence, links, subject)
-    facts = _latest(question, marked)
+    newest = _newest_on(question, marked)
+    facts = _latest(newest)
     for current, older in sorted(conflicts, key=lambda c: _said(c[0])):
         days = ", ".join(dict.fromkeys(day_label(e.day) for e in sorted(older, key=_said) if e.day))
         facts.append(
             f"Most recent{_subject_label(current, older, subject)}: {current.header()}"
             + (f"; outdated: {days}" if days else "")
         )
-    return Prepared("conflict-resolution", sorted(marked, key=_said), facts)
+    # "What was the date of the choir's winter concert?" after "it's moved to the 29th": the day the
+    # newest line on it gives, when it gives one ("I could ask" lines give none and answer nothing).
+    direct = None
+    one_day = _DATE_ASKED.search(question) and not (_DATES_OF.search(question) or _HOW_LONG.search(question))
+    days = _exact_days(newest) if newest is not None and one_day else set()
+    if len(days) == 1:
+        day = next(iter(days))
+        label = f"{day.strftime('%A')}, {day_label(day)}" if _WEEKDAY_ASKED.search(question) else day_label(day)
+        direct = (label, [newest.note_id])
+    return Prepared("conflict-resolution", sorted(marked, key=_said), facts, direct=direct)
 
 
 # --- broad-summarization ------------------------------------------------------------------------

@@ -352,7 +352,7 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
     wanted = terms(event) - _DATE_ONLY
     if not wanted:
         return None
-    best: tuple[bool, int, bool, float, int] | None = None
+    best: tuple[bool, int, bool, bool, float, int] | None = None
     chosen: Evidence | str | None = None
     for i, item in enumerate(evidence):
         if isinstance(item, Evidence) and item.kind == "summary":
@@ -362,7 +362,11 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
             continue
         dated = bool(_note_dates(item)) or _said_day(item) is not None
         current = not (isinstance(item, Evidence) and item.stale)  # a moved plan's old dates are not its date
-        key = (current, overlap, dated, item.score if isinstance(item, Evidence) else 0.0, -i)
+        # Of lines as close, one that states a day: "hen weekend in Marseille, 29 to 31 May" over "hen
+        # weekend in a month".
+        daily = isinstance(item, Evidence) and any(
+            d.get("granularity", "day") == "day" and not d.get("approximate") for d in item.dates)
+        key = (current, overlap, dated, daily, item.score if isinstance(item, Evidence) else 0.0, -i)
         if best is None or key > best:
             best, chosen = key, item
     if chosen is None:
@@ -397,6 +401,14 @@ _HOLIDAY = re.compile(HOLIDAY_PATTERN, re.IGNORECASE)
 _MOVES = re.compile(r"\b(?:moved|changed|pushed|postponed|rescheduled|brought\s+forward|delayed)\b", re.IGNORECASE)
 _CLOSE_WINDOW = 30  # characters before a date searched for a closing word
 _MOVED_END = 10  # days: a later line's new last day moves this stretch's end, no further away
+
+
+_REPLACED = re.compile(r"\b(?:instead\s+of|rather\s+than|not)\s+(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?\b", re.IGNORECASE)
+
+
+def _replaced_days(text: str) -> set[int]:
+    """Days of the month a line says it replaces: "instead of the 16th", "not the 31st"."""
+    return {int(m.group(1)) for m in _REPLACED.finditer(text)}
 
 
 def _days_in(item: Evidence) -> list[tuple[int, date, date, str]]:
@@ -475,11 +487,16 @@ def stretch(event: str, evidence: Sequence[Evidence], within: Sequence[tuple[dat
     if moved is not None and sum(1 / spread[t] for t in held_by[id(newer)]) >= best[0] / 2:
         item, (start, end) = newer, moved
     told = item.day
-    for later in sorted((e for e in lines if e.day and told and e.day > told and held_by[id(e)]),
-                        key=lambda e: e.day):
+    # A later line on the same thing, or one that names the old last day it replaces ("Ryanair moved
+    # my return flight. coming back Wednesday 17 Sept now instead of the 16th": no word of Seville).
+    for later in sorted((e for e in lines if e.day and told and e.day > told
+                         and (held_by[id(e)] or end.day in _replaced_days(e.text))), key=lambda e: e.day):
         for _, day in _closes(later):
             if start < day and abs((day - end).days) <= _MOVED_END:
-                end = day
+                # A line that tells the trip anew ("I left on the 4th … going back on Thursday 26
+                # February instead of 5 March") gives its first day too.
+                retold = _stretch_of(later) if end.day in _replaced_days(later.text) else None
+                start, end = (retold[0], day) if retold is not None and retold[1] == day else (start, day)
                 break
     label = f"{day_label(start)} to {day_label(end)}"
     return Grounded(event, start, end, label, False, item.note_id)

@@ -873,3 +873,79 @@ def test_a_moved_return_flight_moves_the_trips_last_day_and_opens_no_stretch_of_
         "27 days counting both ends (26 nights) (17 December 2025 to 12 January 2026)")
     assert temporal(question, [trip]).direct[0] == (
         "21 days counting both ends (20 nights) (17 December 2025 to 6 January 2026)")
+
+
+def test_the_date_of_one_event_is_the_day_its_line_gives_moved_or_not() -> None:
+    plan = told(1, "choir news: our winter concert is on 22 November at the Église Saint-Bruno", "2025-10-02T20:15:00",
+                "Ines")
+    moved = told(2, "change of plan for the concert, the church double-booked so it's moved to the 29th. same place",
+                 "2025-11-14T19:30:00", "Ines")
+    # The moving line names only "concert": it answers for the line it moved, which names the rest.
+    assert temporal("What was the date of the choir's winter concert?", [plan, moved]).direct == ("29 November 2025", [2])
+    assert temporal("What was the date of the choir's winter concert?", [plan]).direct == ("22 November 2025", [1])
+    # A line that holds only part of what the question names gives no answer.
+    assert temporal("What was the date of the choir's spring concert?", [plan, moved]).direct is None
+    # Nor the day a line was said (ground's fallback), when the line states no day of the event.
+    contract = told(3, "main client is Kontor, 4 days a week, contract runs till end of the year", "2025-06-09T22:30:00",
+                    "Rafael")
+    assert temporal("when did my Kontor contract end?", [contract]).direct is None
+
+
+def test_a_trips_leg_is_dated_from_its_stretch_as_moved() -> None:
+    trip = told(1, "big one: Ghana for christmas. flights booked, out december 17th, back january 6th",
+                "2025-09-09T21:30:00", "Kwame")
+    moved = told(2, "change to the ghana trip: my brother is throwing Ma a surprise 75th on january 10th in Kumasi, "
+                    "so we moved our return flight to the 12th", "2025-11-04T21:45:00", "Kwame")
+    assert temporal("What date did we fly back from Ghana?", [trip, moved]).direct[0] == "12 January 2026"
+    assert temporal("What day did we leave for Ghana?", [trip, moved]).direct[0] == "Wednesday, 17 December 2025"
+
+
+def test_a_return_moved_instead_of_its_old_day_moves_the_stretch_whatever_its_words() -> None:
+    booked = told(1, "BOOKED the wedding flights. Manchester to Seville, leaving Thursday 11 Sept, back Tuesday 16 Sept",
+                  "2025-03-18T18:40:00", "Maya")
+    moved = told(2, "annoying: Ryanair moved my return flight. coming back Wednesday 17 Sept now instead of the 16th",
+                 "2025-08-16T10:10:00", "Maya")
+    assert temporal("When do I fly back from Seville?", [booked, moved]).direct[0] == "17 September 2025"
+    # A line that tells the trip anew gives its first day as well.
+    ticket = told(3, "I am going to Madrid for the baby! Air Europa, leaving 12 February and coming back 5 March.",
+                  "2025-10-19T20:30:00", "Graciela")
+    retold = told(4, "Of course I changed the flight. I left Montevideo on Wednesday the 4th, landed here on Thursday "
+                     "the 5th. And I'm going back on Thursday 26 February instead of 5 March.", "2026-02-09T19:00:00",
+                  "Graciela")
+    assert temporal("How many days was I away in Madrid in the end?", [ticket, retold]).direct[0] == (
+        "23 days counting both ends (22 nights) (4 February 2026 to 26 February 2026)")
+
+
+def test_a_weekday_or_a_changed_date_is_answered_on_any_route() -> None:
+    tryouts = told(1, "Kofi has tryouts for a spring AAU team, the North Metro Hawks, on 21 march. he's been shooting",
+                   "2026-02-03T21:25:00", "Kwame")
+    assert prepare("conflict-resolution", "what weekday are Kofi's Hawks tryouts on", [tryouts]).direct == (
+        "Saturday, 21 March 2026", [1])
+    hen = told(2, "i'm organising the hen do. Marseille, 29 to 31 May", "2026-01-14T21:20:00", "Ines")
+    assert prepare("constraint-validation", "what weekday does the hen do in Marseille kick off", [hen]).direct[0] == (
+        "Friday, 29 May 2026")
+    # A changed plan asked "in the end": "move" is the subject here, not only a word of changing.
+    first = told(3, "we signed for a little house in Villeurbanne!! we move on 28 february", "2026-01-14T21:20:00", "Ines")
+    pushed = told(4, "ugh and the move got pushed. the removal company messed up so now it's 7 march",
+                  "2026-02-06T20:00:00", "Ines")
+    assert prepare("conflict-resolution", "What day did we move into the house in the end?", [first, pushed]).direct == (
+        "Saturday, 7 March 2026", [4])
+
+
+def test_a_plan_is_moved_only_by_a_line_dating_it_within_two_months() -> None:
+    wedding = told(1, "ok BIG news. Manon is getting married!! the wedding is on 13 June in Annecy", "2026-01-14T21:20:00",
+                   "Ines")
+    house = told(2, "more news: we signed for a little house!! we move on 28 february", "2026-01-14T21:21:00", "Ines")
+    # "news" in common and "move" in the second is no move of the wedding.
+    assert redated([wedding, house]) == {}
+    concert = told(3, "our winter concert is on 22 November", "2025-10-02T20:15:00", "Ines")
+    moved = told(4, "change of plan for the concert, it's moved to the 29th", "2025-11-14T19:30:00", "Ines")
+    assert redated([concert, moved]) == {3: moved}
+
+
+def test_the_end_of_a_stretch_is_its_last_day_in_date_maths() -> None:
+    hen = told(1, "i'm organising the hen weekend. Marseille, 29 to 31 May", "2026-01-14T21:20:00", "Ines")
+    wedding = told(2, "Manon's wedding is on 13 June in Annecy", "2026-01-14T21:21:00", "Ines")
+    assert temporal("How many days are there between the end of the hen weekend and Manon's wedding?",
+                    [hen, wedding]).direct[0] == (
+        "1 week and 6 days (13 days): the end of the hen weekend 31 May 2026, Manon's wedding 13 June 2026")
