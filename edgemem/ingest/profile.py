@@ -176,6 +176,12 @@ def _value_words(text: str) -> set[str]:
     return {w.strip("'") for w in re.findall(r"[a-z0-9][a-z0-9']*", text.lower())} - STOPWORDS - {""}
 
 
+def _finished(value: str) -> str:
+    """``value`` up to its last finished sentence ("" when none ends)."""
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s|$)", value)]
+    return value[: ends[-1]].strip() if ends else ""
+
+
 def grounded(fact_value: str, text: str) -> bool:
     """At least half the words of the value occur in the note: a number or a short word as written, a
     longer word allowing inflections by its first four letters ("loves" for "love"). The key does not
@@ -225,6 +231,14 @@ def facts_from_reply(value: dict, subject: str, text: str, on_drop: Callable[[st
         if _SLUG_VALUE.fullmatch(fact_value):
             on_drop("malformed")
             continue
+        if len(fact_value) >= MAX_VALUE_CHARS - 2:
+            # Stopped by the schema's length, mid-clause: "sundays are not for work. church …, then
+            # family dinner. never book me anything on" lost the day the rule is about. Its finished
+            # sentences are kept; a value with none is dropped.
+            fact_value = _finished(fact_value)
+            if not fact_value:
+                on_drop("cut")
+                continue
         if attribute in GENERIC_ATTRIBUTES:
             # Measured on LoCoMo conv-26 with the 1.5B model: it often names the attribute after the
             # kind ("identity", "preference"), which made every new fact supersede the last one

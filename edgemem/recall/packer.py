@@ -204,6 +204,13 @@ def _fit(line: _Line, allowance: int, count: Callable[[str], int]) -> str | None
     return best
 
 
+def _with_rules(text: str, chosen: str) -> str:
+    """The sentences of ``text`` that are in ``chosen`` or hold a rule, in the text's order."""
+    kept = set(SENTENCE_END.split(chosen.strip()))
+    sentences = SENTENCE_END.split(text.strip())
+    return " ".join(s for s in sentences if s in kept or rule_sentence(s))
+
+
 def pack(
     question: str,
     tag: str,
@@ -239,6 +246,11 @@ def pack(
         lines[position] = _Line(item, item.text.strip())
     for position, item in by_slot["raw"]:
         body = top_sentences(item.text, question) if tag in PRECISION_TAGS else item.text.strip()
+        if tag == "constraint-validation" and body != item.text.strip():
+            # The sentences most like the question, and every rule sentence of the note: "church in
+            # the morning, … then family dinner" is like "dinner on a Thursday", but the rule around
+            # it ("never book me anything work related on a sunday") says which day it is about.
+            body = _with_rules(item.text, body)
         shown, cut = _cap_words(body, cap)
         if cut and tag == "constraint-validation":
             # A rule is quoted whole or not at all: "Sunday mornings are sacred: I take Papá to mass

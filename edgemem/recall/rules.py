@@ -41,7 +41,9 @@ _PROHIBIT = re.compile(
     re.IGNORECASE,
 )
 # "always" after a form of "be" describes the speaker ("I'm always the odd one out"), not a rule.
-_ONLY = re.compile(r"\b(?:only|exclusively|(?<!['’]m\s)(?<!\bam\s)(?<!\bis\s)(?<!\bare\s)(?<!\bwas\s)(?<!\bwere\s)"
+# Not "only" before a number: "only 2 nights a month after that" says how many, not what is allowed
+# (a number that is a limit, "no more than 2 coffees", is read by limits()).
+_ONLY = re.compile(r"\b(?:only(?!\s+(?:\d|one\b|two\b|three\b|four\b|five\b|a\s+few\b|a\s+couple\b))|exclusively|(?<!['’]m\s)(?<!\bam\s)(?<!\bis\s)(?<!\bare\s)(?<!\bwas\s)(?<!\bwere\s)"
                    r"(?<!['’]s\s)(?<!['’]re\s)always|must|have\s+to|has\s+to|need\s+to)\b", re.IGNORECASE)
 # A proposal asks whether to do something: a modal opening ("Can we meet on Friday?") or an
 # acceptability phrase ("Is a 9am stand-up OK for me?", "Is it fine to ...", "a good idea?"). A plain
@@ -263,9 +265,16 @@ def current_rules(items: Sequence[Evidence]) -> list[tuple[Evidence, str, str]]:
             continue  # computed facts ("No always/never rule ... was found") and superseded rules
         for sentence in _sentences_of(item):
             polarity = _polarity(sentence)
+            if item.kind == "profile" and _UNFINISHED.search(sentence):
+                continue  # a copy cut mid-clause ("never book me anything on"): the note has the rule
             if polarity is not None and (item.note_id, sentence) not in replaced:
                 out.append((item, sentence, polarity))
     return out
+
+
+# A sentence ending in a word that needs what follows: a profile copy the write path cut at its length.
+_UNFINISHED = re.compile(r"\b(?:on|in|at|to|of|for|with|by|from|before|after|until|the|a|an|and|or|but|my|me|your|than)"
+                         r"\s*$", re.IGNORECASE)
 
 
 def _sentences_of(item: Evidence) -> list[str]:
@@ -316,8 +325,9 @@ def _allowed_now(rule: str, about: set[str], sentence: str) -> bool:
 # say what any rule may say, not what it is about.
 _ANYTHING = re.compile(r"\b(?:anything|nothing|everything|none)\b", re.IGNORECASE)
 _ANYTHING_TERMS = terms("anything nothing everything none")
-_ANYTHING_BOUNDED = re.compile(r"\b(?:anything|nothing|none)\s+(?:before|after|until|till|past|earlier|later|during|on)\b",
-                               re.IGNORECASE)
+# "nothing before 3pm", and with a word or two of kind between: "anything work related on a sunday".
+_ANYTHING_BOUNDED = re.compile(r"\b(?:anything|nothing|none)(?:\s+[\w-]+){0,2}?\s+(?:before|after|until|till|past|earlier|"
+                               r"later|during|on)\b", re.IGNORECASE)
 _PLACEHOLDER_VERBS = terms("put schedule book plan arrange have bring go come try get take let")
 # Clauses a rule sentence joins: the reason and the rule ("Sunday mornings are my long runs, so nothing
 # before noon on Sundays"), a permission and a prohibition ("calls until 7pm now, but nothing after 7",

@@ -303,3 +303,22 @@ def test_a_fact_said_of_someone_else_is_theirs_and_a_value_written_as_a_key_is_d
     assert said_of("big gin fan", "Mum is a big gin fan", "Maya") == "Mum"
     assert said_of("pescatarian", "also I'm pescatarian (no meat, fish is fine)", "Lena") is None
     assert said_of("vegetarian", "Rafael's vegetarian, 8 years now", "Rafael") is None  # the speaker's own
+
+
+def test_a_value_stopped_by_the_length_limit_keeps_its_finished_sentences_or_is_dropped() -> None:
+    from edgemem.ingest.profile import MAX_VALUE_CHARS, facts_from_reply
+
+    text = ("rule number one. sundays are not for work. church in the morning, i play drums in the band, then family "
+            "dinner. never book me anything work related on a sunday")
+    # What the 1.5B model wrote, stopped by the schema's maxLength (a real profile fact).
+    cut = "sundays are not for work. church in the morning, i play drums in the band, then family dinner. never book me anything on"
+    assert len(cut) == MAX_VALUE_CHARS
+    dropped: list[str] = []
+    facts = facts_from_reply({"facts": [{"kind": "rule", "key": "sundays", "value": cut}]}, "kwame", text,
+                             on_drop=dropped.append, speaker="Kwame")
+    assert [f.value for f in facts] == [
+        "sundays are not for work. church in the morning, i play drums in the band, then family dinner."]
+    long_clause = "never book me anything work related on a sunday or a public holiday or the day after one " * 2
+    assert facts_from_reply({"facts": [{"kind": "rule", "key": "x", "value": long_clause[:MAX_VALUE_CHARS]}]},
+                            "kwame", long_clause, on_drop=dropped.append) == []
+    assert dropped == ["cut"]

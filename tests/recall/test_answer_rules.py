@@ -522,3 +522,25 @@ def test_a_rule_told_of_someone_by_pronoun_is_theirs_unless_it_is_the_askers() -
     assert rule_verdict("Can I do a morning market stall on Saturday?", [hers]) is None
     assert rule_verdict("Can I lift the heavy flour sacks this week?", [mine]).text == (
         "No — They say I can't lift heavy things for a week after the operation.")
+
+
+def test_anything_of_a_kind_on_a_day_rules_that_day_and_a_count_is_no_rule() -> None:
+    ev, context = _said(
+        (1, "2025-05-18T22:15:00", "Kwame", "rule number one. sundays are not for work. church in the morning, "
+                                           "then family dinner. never book me anything work related on a sunday"),
+        (2, "2025-09-13T21:40:00", "Ines", "the day after a night shift do NOT put anything before 3pm."),
+        (3, "2025-12-08T18:45:00", "Ines", "only 2 nights a month after that instead of like 6 or 7."),
+    )
+    assert rule_verdict("A customer wants to drop his truck off Sunday morning so I can take a quick look. "
+                        "Should I say yes?", ev[:1], context).text == (
+        "No — never book me anything work related on a sunday")
+    # "only 2 nights a month" says how many; it neither rules the coffee out nor replaces the rule.
+    assert rule_verdict("Nadia suggested coffee at 11am the morning after one of my night shifts. Can I say yes?",
+                        ev[1:], context).text == "No — the day after a night shift do NOT put anything before 3pm."
+    assert replaced_rules(ev[1:]) == {}
+
+
+def test_a_profile_copy_cut_mid_clause_is_no_rule() -> None:
+    cut = Evidence(-1, "kwame — sundays are not for work. never book me anything on (rule)", "2025-05-18T22:15:00",
+                   kind="profile")
+    assert rule_verdict("My parts supplier invited me to dinner on a Thursday evening in March. Can I go?", [cut]) is None

@@ -305,3 +305,16 @@ def test_a_rule_check_sees_a_long_notes_rule_whole() -> None:
     assert rule in packed.text and "bakery" not in packed.text
     # Another tag still gets the note cut to its word cap.
     assert rule not in pack(question, "state-tracking", [note], lambda t: len(t) // 4, ceiling=2000).text
+
+
+def test_a_rule_check_sees_every_rule_sentence_of_a_note_beside_those_like_the_question() -> None:
+    from edgemem.recall.evidence import Evidence
+    from edgemem.recall.packer import pack
+
+    note = Evidence(1, "rule number one. sundays are not for work. church in the morning, i play drums in the band, "
+                       "then family dinner. never book me anything work related on a sunday", "2025-05-18T22:15:00",
+                    speaker="Kwame", score=1.0)
+    packed = pack("My parts supplier invited me to dinner on a Thursday evening in March. Can I go?",
+                  "constraint-validation", [note], lambda t: len(t) // 4, ceiling=2000)
+    assert "never book me anything work related on a sunday" in packed.text
+    assert "then family dinner." in packed.text
