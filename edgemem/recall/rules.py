@@ -37,6 +37,7 @@ _PROHIBIT = re.compile(
     r"will\s+not|can['’]?t|cannot|must\s+not|mustn['’]?t|should\s+not|shouldn['’]?t|not\s+allowed|no\s+longer|"
     r"hate|hates|dislike|dislikes|stay\s+away|not\s+(?:before|after|on|during|until|past|later|earlier|more|any)|"
     r"(?:nothing|none)(?=\s+(?:before|after|on|during|until|past|later|earlier)\b)|"
+    r"sacred|off[-\s]limits|keep\s+(?:(?:my|the|all)\s+)?[\w-]+(?:\s+[\w-]+)?\s+free|"
     r"no(?!\s*[,.!?])(?=\s+\w))\b",
     re.IGNORECASE,
 )
@@ -241,6 +242,16 @@ def quoted(item: Evidence, sentence: str) -> str:
     return sentence.strip().rstrip(";,")
 
 
+def may_free(text: str) -> bool:
+    """A quick test: a line that may free a rule's days ("… are free")."""
+    return _FREE_CLAUSE.search(text) is not None
+
+
+def frees(item: Evidence, text: str) -> bool:
+    """A sentence of ``text`` frees the days of one of ``item``'s rules (:func:`_frees`)."""
+    return any(_frees(rule, sentence) for rule in rule_sentences_of(item) for sentence in SENTENCES.split(text.strip()))
+
+
 def has_rule_words(text: str) -> bool:
     """A quick test before reading a text's sentences: any prohibiting or limiting word at all."""
     return _PROHIBIT.search(text) is not None or _ONLY.search(text) is not None
@@ -278,8 +289,20 @@ _UNFINISHED = re.compile(r"\b(?:on|in|at|to|of|for|with|by|from|before|after|unt
 
 
 def _sentences_of(item: Evidence) -> list[str]:
+    """The item's sentences; a rule that points back by pronoun to the day the sentence before names
+    is read with it: "thursday evenings are Kofi's basketball games. i don't miss them"."""
     text = quoted(item, item.text) if item.kind == "profile" else item.text
-    return [s for s in SENTENCES.split(text.strip()) if s]
+    out: list[str] = []
+    for sentence in (s for s in SENTENCES.split(text.strip()) if s):
+        if (out and _POINTS_BACK.search(sentence) and not DAY_WORD.search(sentence) and _prohibits(sentence)
+                and DAY_WORD.search(out[-1]) and _polarity(out[-1]) is None):
+            out[-1] = f"{out[-1]} {sentence}"
+        else:
+            out.append(sentence)
+    return out
+
+
+_POINTS_BACK = re.compile(r"\b(?:them|it|those|that|then)\s*[.!?]*$", re.IGNORECASE)
 
 
 # --- which rules still hold -------------------------------------------------------------------------
@@ -313,6 +336,18 @@ def _reason_moved(reason: set[str], sentence: str) -> bool:
             and bool(_days(sentence) or _clock(sentence)[0] or _months(sentence)))
 
 
+_FREE_CLAUSE = re.compile(r"([\w\s]{0,40}?)\b(?:are|is)\s+(?:free|fine|ok|okay)\b", re.IGNORECASE)
+
+
+def _frees(rule: str, sentence: str) -> bool:
+    """``sentence`` says the days ``rule`` is about are free now: "thursdays are free", "tuesdays are
+    free again" (the clause names the days; the rule names days)."""
+    rule_days = _days(_ruling_clause(rule))
+    if not rule_days:
+        return False
+    return any(rule_days <= _days(m.group(1)) for m in _FREE_CLAUSE.finditer(sentence) if _days(m.group(1)))
+
+
 def _allowed_now(rule: str, about: set[str], sentence: str) -> bool:
     """``sentence`` (no rule) says that what ``rule`` forbade is fine now, on the rule's days (or on
     some day or at some time, for a rule that names no day)."""
@@ -331,10 +366,11 @@ _ANYTHING_BOUNDED = re.compile(r"\b(?:anything|nothing|none)(?:\s+[\w-]+){0,2}?\
 _PLACEHOLDER_VERBS = terms("put schedule book plan arrange have bring go come try get take let")
 # Clauses a rule sentence joins: the reason and the rule ("Sunday mornings are my long runs, so nothing
 # before noon on Sundays"), a permission and a prohibition ("calls until 7pm now, but nothing after 7",
-# "work calls until 7 pm, none after").
+# "work calls until 7 pm, none after", "fridays are sacred now, thursdays are free").
 _CLAUSES = re.compile(
     r"\s*(?:,\s*(?:but|so)\b|;|\bbut\b|\bso\b(?=\s+(?:no|nothing|don['’]?t|never)\b)|"
-    r",(?:\s*and)?(?=\s*(?:none|nothing|never|no)\b))\s*",
+    r",(?:\s*and)?(?=\s*(?:none|nothing|never|no)\b)|"
+    r",(?:\s*and)?(?=[\w\s]{0,30}\b(?:are|is)\s+(?:free|fine|ok|okay)\b))\s*",  # "fridays are sacred now, thursdays are free"
     re.IGNORECASE,
 )
 # A month the rule starts in is not a month it is about: "from November it's no meetings after 4".
@@ -391,9 +427,22 @@ def _rule_clock(sentence: str) -> tuple[list[int], list[tuple[str, int]]]:
     return plain, list(dict.fromkeys(bounds or permitted))
 
 
+# A rule whose subject is a stretch of the week: "fridays are sacred now", "thursday evenings are Kofi's
+# games. i don't miss them", "please keep tuesdays free": whatever is proposed then is what it is about.
+_TIME_BLOCK = re.compile(
+    r"^\W*(?:so\s+|and\s+|but\s+)?(?:(?:the\s+|my\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
+    r"(?:\s+(?:mornings?|afternoons?|evenings?|nights?))?\s+(?:are|is)\b|.*\bkeep\s+(?:(?:my|the|all)\s+)?"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?(?:\s+(?:mornings?|afternoons?|evenings?|nights?))?\s+free\b)",
+    re.IGNORECASE,
+)
+
+
 def _about_anything(sentence: str) -> bool:
     """A rule whose object is anything at all: its ruling clause names nothing but "anything" /
-    "nothing" and placeholder verbs ("don't put anything after 6 on a Wednesday")."""
+    "nothing" and placeholder verbs ("don't put anything after 6 on a Wednesday"), or its subject is a
+    stretch of the week (:data:`_TIME_BLOCK`)."""
+    if _TIME_BLOCK.match(sentence) or _TIME_BLOCK.match(_ruling_clause(sentence)):
+        return True
     clause = _ruling_clause(sentence)
     if _ANYTHING.search(clause) is not None and not _plain_terms(clause) - _ANYTHING_TERMS - _PLACEHOLDER_VERBS:
         return True
@@ -445,10 +494,16 @@ def replaced_rules(items: Sequence[Evidence]) -> dict[tuple[int, str], tuple[Evi
                     continue
                 if _assistant(later) and not _assistant(item) and later.day == item.day:
                     continue  # "Understood: no calls after 6 pm": the user's rule restated, not changed
-                if _polarity(sentence) is not None:
+                if _frees(rule, sentence):
+                    replaces = True  # "so fridays are sacred now, thursdays are free" frees the thursday rule
+                elif _polarity(sentence) is not None:
                     later_sides = _bound_sides(sentence)
+                    # Said as a change, a rule about Sundays is replaced by one that speaks of Sundays,
+                    # not by "now I have to weigh him every morning" (a rule bounding the same side of
+                    # the clock replaces it on any day: "no meetings after 4 on Tuesdays" now).
+                    same_days = not _days(rule) or bool(_days(rule) & _days(sentence))
                     replaces = bool(about & _plain_terms(sentence)) and bool(
-                        sides & later_sides or (_CHANGE.search(sentence) and not (sides and later_sides)))
+                        sides & later_sides or (_CHANGE.search(sentence) and not (sides and later_sides) and same_days))
                 else:
                     replaces = _reason_moved(reason, sentence) or _allowed_now(rule, about, sentence)
                 if replaces:
@@ -532,6 +587,13 @@ def _unmet_condition(sentence: str, question: str) -> bool:
     return bool(condition) and not condition & _plain_terms(question)
 
 
+# A part of the day after a weekday ("Sunday mornings", "thursday evenings"), in minutes after midnight.
+_PART_OF_WEEKDAY = re.compile(r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\s+(mornings?|afternoons?|evenings?|nights?)\b",
+                              re.IGNORECASE)
+_PARTS = {"morning": (0, 12 * 60), "afternoon": (12 * 60, 18 * 60), "evening": (17 * 60, 24 * 60),
+          "night": (19 * 60, 24 * 60)}
+
+
 def applies(question: str, sentence: str, *, any_subject: bool = False) -> str | None:
     """Does the rule sentence speak to the proposal? "match" (it covers the proposal), "other" (it is
     about the same thing but a different day / month / time), or None (it is about something else,
@@ -553,6 +615,12 @@ def applies(question: str, sentence: str, *, any_subject: bool = False) -> str |
     if rule_months and asked_months and not asked_months <= rule_months:
         return "other"
     asked_times = _asked_times(question)
+    part = _PART_OF_WEEKDAY.search(sentence)
+    if part and asked_times and rule_days and not (rule_bounds or rule_plain):
+        # "Sunday mornings are sacred" rules out a 9am, not a 4pm on a Sunday.
+        start, end = _PARTS[part.group(1).lower().rstrip("s")]
+        if not any(start <= t < end for t in asked_times):
+            return "other"
     if (rule_bounds or rule_plain) and not asked_times:
         return None
     # A proposal touching a forbidden stretch is covered: "7:15 to 8:30pm" against "nothing after

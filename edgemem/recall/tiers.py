@@ -183,7 +183,29 @@ def governing_rules(conn: Any, question: str, have: set[int]) -> list[Hit]:
         item = Evidence(note_id, text, "")
         if any(rules.applies(asked, sentence) == "match" for sentence in rules.rule_sentences_of(item)):
             found.append(note_id)
-    return [Hit(note_id, 0.0) for note_id in found[-RULES_ADDED:]]
+    added = found[-RULES_ADDED:]
+    return [Hit(note_id, 0.0) for note_id in added + _changed_by(conn, added, have)]
+
+
+def _changed_by(conn: Any, added: list[int], have: set[int]) -> list[int]:
+    """The later notes (of the same speaker) that free the days of a rule the scan added: a rule seen
+    without the line that changed it ("thursdays are free" after "thursday evenings are Kofi's games. i
+    don't miss them") reads as in force."""
+    if not added:
+        return []
+    rule_notes = [n for n in (notes.get(conn, i) for i in added) if n is not None]
+    first = min(n.event_time for n in rule_notes)
+    out: list[int] = []
+    for note_id, text in notes.active_texts(conn):
+        if note_id in have or note_id in added or not rules.may_free(text):
+            continue
+        later = notes.get(conn, note_id)
+        if later is None or later.event_time <= first:
+            continue
+        if any(rules.frees(Evidence(n.id, n.content, n.event_time, speaker=n.speaker), later.content)
+               for n in rule_notes if (n.speaker or "") == (later.speaker or "")):
+            out.append(note_id)
+    return out[-RULES_ADDED:]
 
 
 def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | None = None,

@@ -544,3 +544,33 @@ def test_a_profile_copy_cut_mid_clause_is_no_rule() -> None:
     cut = Evidence(-1, "kwame — sundays are not for work. never book me anything on (rule)", "2025-05-18T22:15:00",
                    kind="profile")
     assert rule_verdict("My parts supplier invited me to dinner on a Thursday evening in March. Can I go?", [cut]) is None
+
+
+def test_a_stretch_of_the_week_kept_free_is_a_rule_until_a_line_frees_it() -> None:
+    ev, context = _said(
+        (1, "2025-05-18T22:15:00", "Kwame", "rule number two lol. thursday evenings are Kofi's basketball games. "
+                                           "i don't miss them"),
+        (2, "2025-09-09T21:30:00", "Kwame", "Kofi's new season: the league moved games to friday evenings. so fridays "
+                                           "are sacred now, thursdays are free"),
+    )
+    thursday = "My parts supplier invited me to dinner on a Thursday evening in March. Can I go?"
+    # The pronoun's rule is read with the day the sentence before names.
+    assert rule_verdict(thursday, ev[:1], context).text == (
+        "No — thursday evenings are Kofi's basketball games. i don't miss them")
+    assert rule_verdict(thursday, ev, context).text == (
+        'Yes — the rule against it changed on 9 September 2025: "so fridays are sacred now, thursdays are free"')
+    assert rule_verdict("can i do the dealer trade night on a friday evening in february?", ev, context).text == (
+        "No — so fridays are sacred now, thursdays are free")
+    choir, context = _said(
+        (3, "2025-09-13T21:40:00", "Ines", "tuesday evenings are choir. please keep tuesdays free, it's my sanity"),
+    )
+    assert rule_verdict("A friend asked me to dinner on a Tuesday evening in May. Can I go?", choir, context).decision == "no"
+
+
+def test_a_part_of_the_day_bounds_a_rule_about_a_weekday() -> None:
+    ev, context = _said((1, "2025-09-05T21:40:00", "Graciela", "Sunday mornings are sacred: I take Papá to mass."),
+                        (2, "2025-11-12T20:00:00", "Graciela", "but now I have to weigh him every morning"))
+    assert rule_verdict("Can I book the podiatrist for Sunday at 10am?", ev, context).decision == "no"
+    assert rule_verdict("Can I book the podiatrist for Sunday at 4pm?", ev, context) is None
+    # "now I have to … every morning" speaks of no Sunday: it replaces nothing.
+    assert replaced_rules(ev) == {}

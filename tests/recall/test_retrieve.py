@@ -305,3 +305,22 @@ def test_a_proposal_gets_the_stored_rules_that_cover_it_wherever_they_rank(tmp_p
     # A question that proposes nothing gets none.
     assert tiers.governing_rules(s.conn, "who is liam?", set()) == []
     s.close()
+
+
+KWAME = [
+    ("Kwame", "rule number two lol. thursday evenings are Kofi's basketball games. i don't miss them"),
+    ("Kwame", "the shop is busy, two transmissions this week"),
+    ("Kwame", "Kofi's new season: the league moved games to friday evenings. so fridays are sacred now, thursdays are free"),
+    ("Kwame", "the new hoist is in, finally"),
+]
+
+
+def test_a_rule_the_scan_adds_comes_with_the_line_that_freed_its_days(tmp_path: Path, embedder) -> None:
+    s = store_of(tmp_path / "kw.db", embedder, KWAME, "2025-07")
+    # The Thursday rule covers a Thursday dinner; the later line freeing Thursdays comes with it.
+    assert [h.note_id for h in tiers.governing_rules(
+        s.conn, "My parts supplier invited me to dinner on a Thursday evening in March. Can I go?", set())] == [1, 3]
+    # "fridays are sacred now" is a rule about anything on a Friday.
+    assert [h.note_id for h in tiers.governing_rules(
+        s.conn, "can i do the dealer trade night on a friday evening in february?", set())] == [3]
+    s.close()
