@@ -349,7 +349,7 @@ def _names(event: str, span: Grounded, evidence: Sequence[Evidence], moved: Mapp
     """Whether the line ``span`` comes from holds every word the question names its event by, or
     moved the plan of a line that does ("change of plan for the concert, it's moved to the 29th" for
     "the choir's winter concert", told first as "our winter concert is on 22 November")."""
-    named = terms(_FINAL.sub(" ", _FINISHES.sub(" ", _STARTS.sub(" ", event)))) - _WEEKDAY_WORDS
+    named = terms(_SEASON.sub(" ", _FINAL.sub(" ", _FINISHES.sub(" ", _STARTS.sub(" ", event))))) - _WEEKDAY_WORDS - _ATTEND_WORDS
     by_id = {e.note_id: e for e in evidence}
     line = by_id.get(span.note_id) if span.note_id is not None else None
     if line is None or line.stale or (day or span.start) not in _stated_days(line):
@@ -384,6 +384,12 @@ def _weekday(event: str, span: Grounded, evidence: Sequence[Evidence], moved: Ma
     return f"{label} is a {weekday}", None
 
 
+# Words that say one went to or had an event, not which event ("when did I see the dentist in the
+# autumn?" is named by "dentist"), and the season a question places it in (not the "spring concert").
+_ATTEND_WORDS = terms("see saw seen go went gone goes going have had has get got do did does make made take took "
+                      "visit visited attend attended happen happened")
+_SEASON = re.compile(r"\b(?:in|during|over|this|last|next)\s+(?:the\s+)?(?:autumn|fall|spring|summer|winter)\b",
+                     re.IGNORECASE)
 # The first or last day of a stretch, as a question asks for it.
 _STARTS = re.compile(r"\b(?:kick(?:s|ing)?\s+off|start(?:s|ing)?|begin(?:s|ning)?|first\s+day|set(?:s|ting)?\s+off)\b",
                      re.IGNORECASE)

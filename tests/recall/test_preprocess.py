@@ -949,3 +949,10 @@ def test_the_end_of_a_stretch_is_its_last_day_in_date_maths() -> None:
     assert temporal("How many days are there between the end of the hen weekend and Manon's wedding?",
                     [hen, wedding]).direct[0] == (
         "1 week and 6 days (13 days): the end of the hen weekend 31 May 2026, Manon's wedding 13 June 2026")
+
+
+def test_the_words_for_going_to_an_event_do_not_name_it() -> None:
+    booked = told(1, "dentist thursday the 25th at 8:30, Dr Benali on the Grande Rue", "2025-09-13T21:40:00", "Ines")
+    moved = told(2, "dentist cancelled on me btw, Benali's off sick. moved to thursday 9 october, same time",
+                 "2025-10-02T20:15:00", "Ines")
+    assert temporal("When did I actually see the dentist in the autumn?", [booked, moved]).direct == ("9 October 2025", [2])
