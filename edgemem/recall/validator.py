@@ -34,6 +34,11 @@ _HARD_FAILURE = re.compile(
     r"i (?:do not|don'?t) know|unknown|cannot be determined|there is no",
     re.IGNORECASE,
 )
+# An answer that is only a null word, maybe after the prompt's label ("ANSWER: None"): nothing found.
+# Not to "how many": there "None" is zero.
+_NULL_ANSWER = re.compile(r"^\W*(?:answer\s*:\s*)?(?:none|n/?a|null|nothing|nobody|no\s+one|not\s+applicable)\W*$",
+                          re.IGNORECASE)
+_ASKS_AMOUNT = re.compile(r"\bhow\s+(?:many|much|often)\b", re.IGNORECASE)
 _NUMERIC = re.compile(r"^\s*[-+]?\d[\d,.]*\s*(?:\w+)?\s*\.?\s*$")
 _JUDGE_SCHEMA = {"type": "string", "enum": ["yes", "no"]}  # the reply is the JSON string "yes" or "no"
 
@@ -666,7 +671,7 @@ def validate(question: str, answer: str, context: str, llm: Any | None,
     ``ruled``: the answer is a verdict made in code from the stored rules (no model call).
     ``suggestion``: the answer proposes something (profile-injection): a name the notes do not hold
     is what it suggests ("a weekend in Akaroa"), not a made-up fact; the judge still reads it."""
-    if is_hard_failure(answer):
+    if is_hard_failure(answer) or (_NULL_ANSWER.match(answer) and not _ASKS_AMOUNT.search(question)):
         return Verdict(False, "hard_failure", judge="skipped: hard failure")
     if rule_quoted(answer, context):
         if not ruled and rule_outdated(answer, context):

@@ -22,9 +22,12 @@ CONTEXT = (
 
 def test_hard_failures_escalate_without_a_model_call() -> None:
     llm = ScriptedLLM()
-    for answer in ("", "ESCALATE_REQUIRED", "The context does not mention her grandmother.", "I don't know."):
+    for answer in ("", "ESCALATE_REQUIRED", "The context does not mention her grandmother.", "I don't know.",
+                   "ANSWER: None", "N/A"):
         assert validate("Q?", answer, CONTEXT, llm).stage == "hard_failure"
     assert not llm.calls
+    # To "how many", "None" is an answer: zero.
+    assert validate("How many kids does Melanie have?", "None", CONTEXT, None).stage != "hard_failure"
 
 
 def test_an_answer_about_someone_elses_thing_is_rejected() -> None:
