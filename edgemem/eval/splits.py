@@ -24,7 +24,9 @@ first run, before anything was fitted on them, is reported as unseen, and they a
 Ines and Kwame were the check from their writing to the twenty-sixth session (last reported there,
 36/88); in the twenty-seventh they became *tune*, their failures read, and two personas written then
 by a helper that saw no edgemem code (``eval/data/personal-fresh2.json``) are the check nothing was
-tuned on.
+tuned on. After their one run that session, a review diff printed the first ~80 characters of their
+long lines (turns and gold answers); nothing was changed in the code after that except a refactor, and
+the next session should count them as glimpsed.
 """
 
 from __future__ import annotations

@@ -333,8 +333,7 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         if weekday is not None:
             facts.append(weekday[0])
             direct = weekday[1] or direct
-    one_day = _DATE_ASKED.search(question) and not (_DATES_OF.search(question) or _HOW_LONG.search(question))
-    if direct is None and len(found) == 1 and spans and one_day and spans[0].exact and spans[0].start == spans[0].end:
+    if direct is None and len(found) == 1 and spans and _asks_one_day(question) and spans[0].exact and spans[0].start == spans[0].end:
         # "What date did we fly back from Ghana?", "What was the date of the winter concert?": the
         # day, when the line it comes from names the event as asked (or moved the plan of one that
         # did), or when it is a trip's leg.
@@ -496,6 +495,11 @@ _DATE_ASKED = re.compile(r"^\s*(?:when\b|(?:what|which)\s+(?:dates?|days?)\b(?!\
                          r"what(?:\s+was|\s+is|['’]s)\s+the\s+(?:date|day)\b(?!\s+of\s+the\s+week))", re.IGNORECASE)
 _ASKS_PLAN = re.compile(r"^\s*(?:when(?:['’]s|\s+(?:is|are|will|am|do|does))|what\s+(?:date|day|time)\s+(?:is|are|will|do|does))\b",
                         re.IGNORECASE)
+def _asks_one_day(question: str) -> bool:
+    """"When …", "what date …", "what was the date of …": one day, not the dates of a stretch nor how long."""
+    return bool(_DATE_ASKED.search(question)) and not (_DATES_OF.search(question) or _HOW_LONG.search(question))
+
+
 # "When did we finally move?", "what day did we move in the end?": the plan as it ended,
 # as for a question about when something is (_ASKS_PLAN).
 _FINAL = re.compile(r"\b(?:in\s+the\s+end|end(?:ed|s)?\s+up|finally|eventually|after\s+all)\b", re.IGNORECASE)
@@ -614,24 +618,25 @@ def _newest_on(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
     return max((e for e in current if shared[e.note_id] == best), key=_said)
 
 
-def _exact_days(e: Evidence) -> set[date]:
-    """The single days (not ranges, weeks or approximate dates) a line's stored dates name."""
-    out = set()
+def _day_spans(e: Evidence) -> list[tuple[date, date]]:
+    """(first, last) of each day-exact date a line's stored dates state (not weeks, months or
+    approximate dates)."""
+    out = []
     for d in e.dates:
         start, end = parse_iso_day(d.get("start")), parse_iso_day(d.get("end") or d.get("start"))
-        if start is not None and start == end and d.get("granularity", "day") == "day" and not d.get("approximate"):
-            out.add(start)
+        if start is not None and end is not None and d.get("granularity", "day") == "day" and not d.get("approximate"):
+            out.append((start, end))
     return out
+
+
+def _exact_days(e: Evidence) -> set[date]:
+    """The single days (not ranges) a line states."""
+    return {start for start, end in _day_spans(e) if start == end}
 
 
 def _stated_days(e: Evidence) -> set[date]:
     """The first and last days of the day-exact dates a line states."""
-    out = set()
-    for d in e.dates:
-        start, end = parse_iso_day(d.get("start")), parse_iso_day(d.get("end") or d.get("start"))
-        if start is not None and end is not None and d.get("granularity", "day") == "day" and not d.get("approximate"):
-            out |= {start, end}
-    return out
+    return {day for span in _day_spans(e) for day in span}
 
 
 def _latest(newest: Evidence | None) -> list[str]:
@@ -662,8 +667,7 @@ def recency(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[
     # "What was the date of the choir's winter concert?" after "it's moved to the 29th": the day the
     # newest line on it gives, when it gives one ("I could ask" lines give none and answer nothing).
     direct = None
-    one_day = _DATE_ASKED.search(question) and not (_DATES_OF.search(question) or _HOW_LONG.search(question))
-    days = _exact_days(newest) if newest is not None and one_day else set()
+    days = _exact_days(newest) if newest is not None and _asks_one_day(question) else set()
     if len(days) == 1:
         day = next(iter(days))
         label = f"{day.strftime('%A')}, {day_label(day)}" if _WEEKDAY_ASKED.search(question) else day_label(day)
