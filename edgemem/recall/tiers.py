@@ -172,9 +172,12 @@ def governing_rules(conn: Any, question: str, have: set[int]) -> list[Hit]:
     # about "Can Maria go to the shelter on Saturday?".
     asked = content_query(question, notes.speaker_names(conn))
     found = []
+    freeing = []  # lines that may free a rule's days, kept from the same scan (see _changed_by)
     for note_id, text in notes.active_texts(conn):
         if note_id in have:
             continue
+        if rules.may_free(text):
+            freeing.append(note_id)
         if rules.covering_limit(asked, text):
             found.append(note_id)
             continue
@@ -184,26 +187,26 @@ def governing_rules(conn: Any, question: str, have: set[int]) -> list[Hit]:
         if any(rules.applies(asked, sentence) == "match" for sentence in rules.rule_sentences_of(item)):
             found.append(note_id)
     added = found[-RULES_ADDED:]
-    return [Hit(note_id, 0.0) for note_id in added + _changed_by(conn, added, have)]
+    return [Hit(note_id, 0.0) for note_id in added + _changed_by(conn, added, [i for i in freeing if i not in added])]
 
 
-def _changed_by(conn: Any, added: list[int], have: set[int]) -> list[int]:
-    """The later notes (of the same speaker) that free the days of a rule the scan added: a rule seen
-    without the line that changed it ("thursdays are free" after "thursday evenings are Kofi's games. i
-    don't miss them") reads as in force."""
-    if not added:
+def _changed_by(conn: Any, added: list[int], candidates: list[int]) -> list[int]:
+    """Of ``candidates`` (lines holding "… are free"), the later ones of the same speaker that free the
+    days of a rule the scan added: a rule seen without the line that changed it ("thursdays are free"
+    after "thursday evenings are Kofi's games. i don't miss them") reads as in force."""
+    if not added or not candidates:
         return []
-    rule_notes = [n for n in (notes.get(conn, i) for i in added) if n is not None]
-    first = min(n.event_time for n in rule_notes)
+    rule_items = [Evidence(n.id, n.content, n.event_time, speaker=n.speaker)
+                  for n in (notes.get(conn, i) for i in added) if n is not None]
+    if not rule_items:
+        return []
+    first = min(item.event_time for item in rule_items)
     out: list[int] = []
-    for note_id, text in notes.active_texts(conn):
-        if note_id in have or note_id in added or not rules.may_free(text):
-            continue
+    for note_id in candidates:
         later = notes.get(conn, note_id)
         if later is None or later.event_time <= first:
             continue
-        if any(rules.frees(Evidence(n.id, n.content, n.event_time, speaker=n.speaker), later.content)
-               for n in rule_notes if (n.speaker or "") == (later.speaker or "")):
+        if any(rules.frees(item, later.content) for item in rule_items if (item.speaker or "") == (later.speaker or "")):
             out.append(note_id)
     return out[-RULES_ADDED:]
 
