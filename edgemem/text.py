@@ -15,7 +15,8 @@ titles. Day labels are "8 May 2023": the form LoCoMo's gold answers use (Maharan
 from __future__ import annotations
 
 import re
-from datetime import date, datetime
+from collections.abc import Callable
+from datetime import date, datetime, timedelta
 
 from edgemem.display import size as shown_size
 from edgemem.errors import BadInput
@@ -71,6 +72,48 @@ HOLIDAY_PATTERN = (
 
 
 _HOLIDAY_KEYS = {name.replace("'", ""): day for name, day in HOLIDAYS.items()}
+
+
+def easter_sunday(year: int) -> date:
+    """Western Easter Sunday of ``year`` (the Gregorian computus: the first Sunday after the
+    ecclesiastical full moon on or after 21 March)."""
+    golden = year % 19
+    century, in_century = divmod(year, 100)
+    leap_skips, leap_rest = divmod(century, 4)
+    moon_fix = (century + 8) // 25
+    epact = (19 * golden + century - leap_skips - (century - moon_fix + 1) // 3 + 15) % 30
+    weekday_fix = (32 + 2 * leap_rest + 2 * (in_century // 4) - epact - in_century % 4) % 7
+    late = (golden + 11 * epact + 22 * weekday_fix) // 451
+    month, day = divmod(epact + weekday_fix - 7 * late + 114, 31)
+    return date(year, month, day + 1)
+
+
+def _thanksgiving(year: int) -> date:
+    first = date(year, 11, 1)
+    return first + timedelta(days=(3 - first.weekday()) % 7 + 21)  # the fourth Thursday of November
+
+
+# Feasts whose day moves with the year, as (first, last) offsets from a year's anchor day: the write
+# path dates "Easter Monday" and "the weekend after Easter" by them.
+MOVABLE_FEASTS: dict[str, tuple[Callable[[int], date], int, int]] = {
+    "easter": (easter_sunday, 0, 0), "easter sunday": (easter_sunday, 0, 0),
+    "easter monday": (easter_sunday, 1, 1), "good friday": (easter_sunday, -2, -2),
+    "holy saturday": (easter_sunday, -1, -1), "easter weekend": (easter_sunday, -1, 0),
+    "the weekend after easter": (easter_sunday, 6, 7), "the week after easter": (easter_sunday, 1, 7),
+    "thanksgiving": (_thanksgiving, 0, 0), "thanksgiving day": (_thanksgiving, 0, 0),
+}
+# Their names as written (a group ``f``).
+MOVABLE_PATTERN = (
+    r"(?P<f>the\s+week(?:end)?\s+after\s+easter|easter\s+(?:sunday|monday|weekend)|easter"
+    r"|good\s+friday|holy\s+saturday|thanksgiving(?:\s+day)?)"
+)
+
+
+def movable_feast(name: str, year: int) -> tuple[date, date]:
+    """(first, last) day of a movable feast as MOVABLE_PATTERN matched it, in ``year``."""
+    anchor, first, last = MOVABLE_FEASTS[" ".join(name.lower().split())]
+    day = anchor(year)
+    return day + timedelta(days=first), day + timedelta(days=last)
 
 
 def holiday_day(name: str) -> tuple[int, int]:

@@ -77,7 +77,7 @@ from typing import Callable, Optional
 
 from dateutil.relativedelta import relativedelta
 
-from edgemem.text import HOLIDAY_PATTERN, holiday_day
+from edgemem.text import HOLIDAY_PATTERN, MOVABLE_PATTERN, holiday_day, movable_feast
 from edgemem.text import MONTH_NAMES as _MONTH_NAMES
 from edgemem.text import day_label as _day_label
 
@@ -813,15 +813,39 @@ def _day_month(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
 
 # Holidays on a fixed day of the year, placed like a date without a year ("at Christmas" said in
 # November is the coming one; "over Christmas" said in January, past tense, the one just gone).
-# Movable feasts (Easter, Thanksgiving, Diwali) are left unresolved rather than guessed.
+# Movable feasts are placed the same way by :func:`_movable`; those whose day needs a lunar or a
+# national calendar (Diwali, Eid, Mother's Day) are left unresolved rather than guessed.
 _HOLIDAY = HOLIDAY_PATTERN
 
 
+_HABITUAL = re.compile(r"\b(?:always|usually|normally|every\s+year|each\s+year|traditions?|favou?rite)\b", re.IGNORECASE)
+
+
+def _habitual(m: re.Match, ctx: _Context) -> bool:
+    """A holiday in a sentence about what is done every year ("Thanksgiving's always special", "any
+    favorite Christmas traditions?") names no one day."""
+    start = max((e.end() for e in _SENTENCE_END.finditer(ctx.text, 0, m.start("p"))), default=0)
+    stop = _SENTENCE_END.search(ctx.text, m.end("p"))
+    return _HABITUAL.search(ctx.text, start, stop.start() if stop else len(ctx.text)) is not None
+
+
 def _holiday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
-    if _preceded_by_the(m, ctx):
+    if _preceded_by_the(m, ctx) or _habitual(m, ctx):
         return None  # "the Christmas magic", "the Christmas before last": no day of its own
     month, day_number = holiday_day(m.group("h"))
     chosen = _choose(_yearly(month, day_number, ctx), ctx, _reading(m, ctx))
+    if chosen is None:
+        return None
+    return _make(m, *chosen, "day")
+
+
+def _movable(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    """"Easter Monday", "the weekend after Easter", "over Thanksgiving": the feast's day (or days) in
+    the years around the event date, the tense choosing among them as for a fixed holiday."""
+    if _preceded_by_the(m, ctx) or _habitual(m, ctx):
+        return None  # "the Easter holidays", "Easter is always at Gran's"
+    spans = [movable_feast(m.group("f"), year) for year in range(ctx.day.year - 4, ctx.day.year + 5)]
+    chosen = _choose(spans, ctx, _reading(m, ctx))
     if chosen is None:
         return None
     return _make(m, *chosen, "day")
@@ -1042,6 +1066,7 @@ _RULES: list[tuple[re.Pattern, _Rule]] = [
         _ordinal_day,
     ),
     _rule(rf"\b(?:(?:at|over|for|on|by|until|till|before|after|since|from)\s+)?(?P<p>{_HOLIDAY})(?!\w)", _holiday),
+    _rule(rf"\b(?:(?:at|over|for|on|by|until|till|before|after|since|from)\s+)?(?P<p>{MOVABLE_PATTERN})(?!\w)", _movable),
     _rule(
         rf"\b(?:(?P<for>for)\s+)?(?P<p>{_COUNT}\s+(?P<unit>day|night|week|month|year)s?\s+from\s+"
         rf"(?:(?P<rel>next|this|last|coming)\s+)?{_WEEKDAY})(?!\w)",
@@ -1088,6 +1113,7 @@ def _find(text: str, event_time: datetime) -> list[_Found]:
     taken: list[_Found] = []
     ordinals: set[int] = set()  # begins of "on the 27th" phrases: their month may be written before
     months: set[int] = set()  # begins of those that took the month of the date before them
+    weekdays: set[int] = set()  # begins of bare weekdays: a span of days just before may hold them
     for begin, stop, end, _, m, handler in candidates:
         if any(begin < t.stop and t.begin < stop for t in taken):
             continue
@@ -1096,8 +1122,21 @@ def _find(text: str, event_time: datetime) -> list[_Found]:
             taken.append(_Found(begin, stop, end, resolved))
             if handler is _ordinal_day:
                 ordinals.add(begin)
+            elif handler is _bare_weekday:
+                weekdays.add(begin)
     taken.sort(key=lambda t: t.begin)
+    for i, found in enumerate(taken[:-1]):
+        after = taken[i + 1]
+        if found.begin in weekdays and _NAMED_AS.fullmatch(text, found.end, after.begin) \
+                and after.date.start == after.date.end and after.date.start.weekday() == found.date.start.weekday():
+            # "monday was easter monday": the weekday is the day the phrase after it names
+            taken[i] = replace(found, date=replace(found.date, start=after.date.start, end=after.date.start))
+    within: _Found | None = None  # the span the weekdays listed just before this one were placed in
     for i, found in enumerate(taken):
+        if found.begin in weekdays and i > 0:
+            span = within if within is not None and taken[i - 1].begin in weekdays else taken[i - 1]
+            taken[i] = _day_within(span, taken[i - 1].end, found, ctx)
+            within = span if taken[i] is not found else None
         if found.begin in ordinals and i > 0:
             taken[i] = _month_from(taken[i - 1], found, ctx, placed=taken[i - 1].begin in months)
             if taken[i] is not found:  # "on the 23rd, back the 27th": the next day alone takes this month
@@ -1134,6 +1173,28 @@ def _inside(before: _Found, found: _Found, ctx: _Context) -> _Found:
     return replace(found, date=replace(day, start=moved, end=moved))
 
 
+_NAMED_AS = re.compile(r"\s+(?:was|is|being|=)\s+(?:the\s+)?", re.IGNORECASE)
+_LISTED_AFTER = re.compile(r"[\s,:(–—-]*(?:on\s+|the\s+)?$|[\s,]*(?:and|to|till|until|through)\s+$", re.IGNORECASE)
+
+
+def _day_within(before: _Found, after: int, found: _Found, ctx: _Context) -> _Found:
+    """A bare weekday listed right after a span of up to a week that holds it (``after``: where the
+    span, or the weekday listed before this one, ends) is that span's day: "the weekend after Easter,
+    Saturday and Sunday" is 11 and 12 April 2026, not the coming weekend."""
+    span, day = before.date, found.date
+    if not (day.start == day.end and span.start < span.end and (span.end - span.start).days < 7):
+        return found
+    between = ctx.text[after:found.begin]
+    if not _LISTED_AFTER.fullmatch(between):
+        return found
+    weekday = day.start.weekday()
+    inside = [span.start + timedelta(days=k) for k in range((span.end - span.start).days + 1)]
+    match = [d for d in inside if d.weekday() == weekday]
+    if not match:
+        return found
+    return replace(found, date=replace(day, start=match[0], end=match[0]))
+
+
 def _month_from(before: _Found, found: _Found, ctx: _Context, *, placed: bool = False) -> _Found:
     """"flying out 21 December and back on the 27th": a day of the month alone, in the sentence of a
     date that names its month (or of a day alone that took its month so, ``placed``), is in the month
@@ -1162,19 +1223,3 @@ def _month_from(before: _Found, found: _Found, ctx: _Context, *, placed: bool = 
     if start > ctx.day and _past_day(found, ctx):
         return found  # "moved to 4 March, they had a staff thing on the 27th": not ahead
     return replace(found, date=replace(found.date, start=start, end=end))
-    if _SENTENCE_END.search(ctx.text, before.end, found.begin) is not None:
-        return found
-    base = before.date.end
-    first, last = found.date.start.day, found.date.end.day
-    for offset in (0, 1):
-        month = base.replace(day=1) + relativedelta(months=offset)
-        try:
-            start, end = month.replace(day=first), month.replace(day=last)
-        except ValueError:
-            continue  # no 31st in this month
-        if start >= base or start <= base <= end:  # after it, or around it ("Christmas, 24th to the 27th")
-            if start > ctx.day and _past_day(found, ctx):
-                return found  # "moved to 4 March, they had a staff thing on the 27th": not ahead
-            resolved = replace(found.date, start=start, end=end)
-            return replace(found, date=resolved)
-    return found

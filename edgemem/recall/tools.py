@@ -770,16 +770,20 @@ _INTENT = {
 def _planned(item: Evidence | str, match: re.Match, line: _Line, latest: date | None) -> bool:
     """The mention is a plan not yet done: the day the line gives it is after the ``latest`` day
     anything was said, or its sentence dates nothing and a word of intent comes earlier in its
-    clause ("started in feb. goal is the parkrun by easter"). A plan whose day has passed by then is
-    counted: "Tokyo trip booked for 7 September", said in June."""
+    clause ("started in feb. goal is the parkrun by easter": a deadline dates no event). A plan whose
+    day has passed by then is counted: "Tokyo trip booked for 7 September", said in June."""
     if line.own_date and line.start is not None and latest is not None and line.start > latest:
         return True
     text = _text(item)
     lo, hi = _sentence_at(text, match.start())
-    if any(lo <= d[0] < hi for d in _note_dates(item)):
+    if any(lo <= d[0] < hi and not _DEADLINE.search(text, 0, d[0]) for d in _note_dates(item)):
         return False
     words = {w.lower().replace("’", "'") for w in re.findall(r"[\w'’]+", _clause_before(text, match.start()))}
     return bool(words & _INTENT)
+
+
+# A date that is a deadline ("the parkrun by Easter") is no day the thing was done on.
+_DEADLINE = re.compile(r"\b(?:by|before)\s+(?:the\s+)?$", re.IGNORECASE)
 
 
 def _sentence_spans(text: str) -> list[tuple[int, int]]:

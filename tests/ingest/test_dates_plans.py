@@ -287,7 +287,7 @@ def test_holidays_and_ordinal_ranges(text, when, expected):
 def test_a_date_after_a_verb_of_arranging_lies_ahead() -> None:
     said = datetime(2025, 10, 28, 19, 0)
     assert annotate("had to cancel Cornwall. rebooked the same place for Easter instead, 4 to 11 April", said) == (
-        "had to cancel Cornwall. rebooked the same place for Easter instead, 4 to 11 April [4–11 April 2026]")
+        "had to cancel Cornwall. rebooked the same place for Easter [5 April 2026] instead, 4 to 11 April [4–11 April 2026]")
     # another past verb after the arranging one: the date is what happened
     assert annotate("I booked the cottage and we stayed 4 to 11 April", said) == (
         "I booked the cottage and we stayed 4 to 11 April [4–11 April 2025]")
@@ -494,3 +494,37 @@ def test_have_got_is_a_present_have() -> None:
 ])
 def test_holidays_on_a_fixed_day_are_dated_written_any_way(text, expected):
     assert annotate(text, datetime(2025, 7, 8, 20, 40)) == expected
+
+
+@pytest.mark.parametrize("year, day", [
+    (2000, date(2000, 4, 23)), (2019, date(2019, 4, 21)), (2024, date(2024, 3, 31)), (2025, date(2025, 4, 20)),
+    (2026, date(2026, 4, 5)), (2027, date(2027, 3, 28)), (2038, date(2038, 4, 25)), (2285, date(2285, 3, 22)),
+])
+def test_easter_sunday_by_the_computus(year, day):
+    from edgemem.text import easter_sunday
+    assert easter_sunday(year) == day  # 22 March and 25 April are its earliest and latest days
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    # Told after it: the feast just gone; planned before it: the coming one.
+    ("Marta telephoned on Easter Monday: they are engaged!", datetime(2026, 4, 16, 10, 0),
+     "Marta telephoned on Easter Monday [6 April 2026]: they are engaged!"),
+    ("I will finish the quilt by Easter", datetime(2026, 12, 1, 10, 0),
+     "I will finish the quilt by Easter [28 March 2027]"),
+    ("they arrive on Good Friday", datetime(2026, 3, 20, 10, 0), "they arrive on Good Friday [3 April 2026]"),
+    ("thanksgiving: Efua is driving up from Chicago", datetime(2025, 11, 4, 9, 0),
+     "thanksgiving [27 November 2025]: Efua is driving up from Chicago"),
+    # A span of days, and weekdays listed right after it, are its days, not the coming weekend.
+    ("we are going the weekend after Easter, Saturday and Sunday. The coach is at 7.", datetime(2026, 2, 4, 10, 0),
+     "we are going the weekend after Easter [weekend of 11 April 2026], Saturday [11 April 2026] and Sunday [12 April 2026]."
+     " The coach is at 7."),
+    # A weekday that "was" a feast is the feast's day.
+    ("went tue 7th (monday was easter monday so he moved it)", datetime(2026, 4, 26, 10, 0),
+     "went tue 7th (monday [6 April 2026] was easter monday [6 April 2026] so he moved it)"),
+    # What is done every year names no day, nor does a feast's "the".
+    ("Thanksgiving's always special for us.", datetime(2023, 8, 21, 10, 0), "Thanksgiving's always special for us."),
+    ("Any favorite Christmas traditions?", datetime(2023, 8, 21, 10, 0), "Any favorite Christmas traditions?"),
+    ("the Easter holidays were long", datetime(2026, 5, 1, 10, 0), "the Easter holidays were long"),
+])
+def test_movable_feasts(text, when, expected):
+    assert annotate(text, when) == expected

@@ -266,8 +266,8 @@ def test_counting_reads_each_day_a_line_gives_and_keeps_plans_apart() -> None:
     assert [e.name for e in found.planned] == ["Kilkee"]
     assert found.describe_events().startswith(
         "number of swims: 7 (distinct events, on the days asked, a repeat counts once) — ")
-    # The goal's sentence dates nothing: February is when the lessons started, not a swim.
-    assert "; planned, not counted: Kilkee (February 2025);" in found.describe_events()
+    # The goal's only date is its deadline (Easter), no day a swim was done on.
+    assert "; planned, not counted: Kilkee (20 April 2025);" in found.describe_events()
     everything = count_occurrences("swims", SWIMS)
     assert len(everything.events) == 8 and everything.events[-1].start == date(2026, 1, 10)
 
