@@ -25,8 +25,10 @@ Ines and Kwame were the check from their writing to the twenty-sixth session (la
 36/88); in the twenty-seventh they became *tune*, their failures read, and two personas written then
 by a helper that saw no edgemem code (``eval/data/personal-fresh2.json``) are the check nothing was
 tuned on. After their one run that session, a review diff printed the first ~80 characters of their
-long lines (turns and gold answers); nothing was changed in the code after that except a refactor, and
-the next session should count them as glimpsed.
+long lines (turns and gold answers); nothing was changed in the code after that except a refactor.
+Halina and Chidi (last reported as check there, 25/88) became *tune* in the twenty-eighth session,
+and two personas written then by a helper that saw no edgemem code, Shona and Margaux
+(``eval/data/personal-fresh3.json``), are the check nothing was tuned on.
 """
 
 from __future__ import annotations
@@ -55,8 +57,10 @@ SPLITS: dict[str, str] = {
     "persona-rafael": TUNE,
     "persona-kai": TUNE,
     "persona-graciela": TUNE,
-    "persona-halina": CHECK,
-    "persona-chidi": CHECK,
+    "persona-halina": TUNE,
+    "persona-chidi": TUNE,
+    "persona-shona": CHECK,
+    "persona-margaux": CHECK,
 }
 
 
