@@ -473,6 +473,28 @@ def test_an_overview_takes_lines_about_its_subject_in_other_words_by_their_vecto
     assert cited == [2, 1]
 
 
+def test_an_overview_takes_the_closest_lines_whatever_the_scale_of_the_cosines() -> None:
+    from edgemem.recall.preprocess import ABOUT_TOP
+
+    physio = Evidence(1, "physio at stride with seun, mondays n thursdays", "2026-03-09T19:00:00", speaker="Chidi")
+    ankle = [Evidence(2, "sprained my ankle at football", "2026-03-08T19:00:00", speaker="Chidi"),
+             Evidence(3, "ankle is way better", "2026-04-01T19:00:00", speaker="Chidi")]
+    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa " \
+            "quebec romeo sierra tango".split()
+    others = [Evidence(10 + i, f"sent the {w} invoice", "2026-02-01T09:00:00", speaker="Chidi")
+              for i, w in enumerate(words[:ABOUT_TOP + 5])]
+    question = "recap the whole ankle saga for me"
+    # Cosines in this store are small: the physio line is below ABOUT_COSINE but among the closest
+    # ABOUT_TOP; the five farthest invoices are not.
+    close = {1: 0.15, 2: 0.2, 3: 0.18} | {e.note_id: 0.001 * i for i, e in enumerate(others)}
+    text, cited = digest(question, [physio, *ankle, *others], similar=close)
+    assert 1 in cited and "physio at stride" in text
+    assert not set(cited) & {e.note_id for e in others[:5]}
+    # With no more lines than ABOUT_TOP the rank says nothing: the cosine alone decides.
+    text, cited = digest(question, [physio, *ankle], similar={1: 0.15, 2: 0.2, 3: 0.18})
+    assert cited == [2, 3]
+
+
 def test_an_overview_digest_is_left_to_the_model_for_lists_counts_and_thin_evidence() -> None:
     assert digest("Which tournaments has Josh played?", _josh()) is None  # names the kind of item: a list
     assert digest("What sports does Josh play?", _josh()) is None
