@@ -449,6 +449,9 @@ def _plan_days(e: Evidence) -> set[tuple[date, date]]:
     return out
 
 
+_PASSED_BY = 14  # days after a plan's day past which a line no longer moves it (a late "it got moved" is sooner)
+
+
 def redated(evidence: Sequence[Evidence], topic: frozenset[str] | set[str] = frozenset()) -> dict[int, Evidence]:
     """Note id of a plan → the newest later line that moved it (see above). ``topic``: the question's
     words, which name the subject even when they are words of changing ("when did we move house in
@@ -474,6 +477,8 @@ def redated(evidence: Sequence[Evidence], topic: frozenset[str] | set[str] = fro
                 continue  # someone else's plan
             if min(abs((a[0] - b[0]).days) for a in old_days for b in new_days) > _MOVED_BY:
                 continue  # "the wedding is on 13 June" is not moved by "more news: … we move on 28 february"
+            if new.day is not None and (new.day - max(b[1] for b in old_days)).days > _PASSED_BY:
+                continue  # "first session is thursday 12 march" was over long before "… so seun moved it"
             if _assistant(new) and not _assistant(old) and new.day == old.day:
                 continue  # "Updated: Lisbon from 22 to 30 September": the user's line restated, not moved
             if about & terms(new.text) and (old.note_id not in out or _said(new) > _said(out[old.note_id])):

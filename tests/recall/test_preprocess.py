@@ -965,6 +965,18 @@ def test_a_plan_is_moved_only_by_a_line_dating_it_within_two_months() -> None:
     assert redated([concert, moved]) == {3: moved}
 
 
+def test_a_plan_long_over_is_not_moved_by_a_later_line() -> None:
+    first = told(1, "physio twice a week with seun, 15k per session. first one is thursday 12 march at 9am", "2026-03-09T19:00:00", "Chidi")
+    later = told(2, "physio done!! went thu 2nd, then tue 7th (monday was easter monday so seun moved it)",
+                 "2026-04-26T19:00:00", "Chidi")
+    assert redated([first, later]) == {}  # 12 March was six weeks gone: the session moved is another one
+    assert prepare("temporal-reasoning", "what date was my first physio session", [first, later]).direct == (
+        "12 March 2026", [1])
+    # Told before the planned day, the same line moves it.
+    early = told(3, "seun is sick so he moved the physio to friday 13 march", "2026-03-10T19:00:00", "Chidi")
+    assert redated([first, early]) == {1: early}
+
+
 def test_the_end_of_a_stretch_is_its_last_day_in_date_maths() -> None:
     hen = told(1, "i'm organising the hen weekend. Marseille, 29 to 31 May", "2026-01-14T21:20:00", "Ines")
     wedding = told(2, "Manon's wedding is on 13 June in Annecy", "2026-01-14T21:21:00", "Ines")
