@@ -393,7 +393,8 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
 # flight to the 12th".
 _CLOSES = re.compile(
     r"\b(?:until|till|til|back|home|return(?:s|ed|ing)?)(?:\s+(?:flight|trip|journey|date|leg))?"
-    r"(?:\s+(?:is|was|now|to|moved\s+to|changed\s+to))*\s+(?:on\s+)?(?:the\s+)?(?:[a-z]+day\s+)?(?:the\s+)?$",
+    r"(?:\s+(?:is|was|now|to|moved\s+to|changed\s+to))*\s+(?:on\s+)?(?:the\s+)?"
+    r"(?:(?:[a-z]+day|mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?\s+)?(?:the\s+)?$",
     re.IGNORECASE,
 )
 _SENTENCE_GAP = re.compile(r"(?<=[.!?])\s+")
@@ -494,9 +495,14 @@ def stretch(event: str, evidence: Sequence[Evidence], within: Sequence[tuple[dat
         for _, day in _closes(later):
             if start < day and abs((day - end).days) <= _MOVED_END:
                 # A line that tells the trip anew ("I left on the 4th … going back on Thursday 26
-                # February instead of 5 March") gives its first day too.
-                retold = _stretch_of(later) if end.day in _replaced_days(later.text) else None
-                start, end = (retold[0], day) if retold is not None and retold[1] == day else (start, day)
+                # February instead of 5 March"), or the one that moved it ("london got pushed a week,
+                # now flying sun 18 oct, back sat 24 oct"), gives its first day too.
+                anew = end.day in _replaced_days(later.text) or later.note_id == item.superseded_by
+                retold = _stretch_of(later) if anew else None
+                if retold is not None and retold[1] == day:
+                    item, start, end = later, retold[0], day  # the line that told it anew is the source
+                else:
+                    end = day
                 break
     label = f"{day_label(start)} to {day_label(end)}"
     return Grounded(event, start, end, label, False, item.note_id)

@@ -990,3 +990,14 @@ def test_the_words_for_going_to_an_event_do_not_name_it() -> None:
     moved = told(2, "dentist cancelled on me btw, Benali's off sick. moved to thursday 9 october, same time",
                  "2025-10-02T20:15:00", "Ines")
     assert temporal("When did I actually see the dentist in the autumn?", [booked, moved]).direct == ("9 October 2025", [2])
+
+
+def test_a_stay_moved_by_a_later_line_is_measured_on_its_new_days() -> None:
+    plan = told(1, "they want me in london for onboarding week in oct, 12-16 oct. need a uk visitor visa",
+                "2026-07-09T19:00:00", "Chidi")
+    pushed = told(2, "london got pushed a week, the office has an inspection. now flying sun 18 oct, back sat 24 oct",
+                  "2026-10-03T19:00:00", "Chidi")
+    moved = redated([plan, pushed])
+    assert moved == {1: pushed}  # "sat 24 oct" closes the stay: "back" before an abbreviated weekday
+    prepared = prepare("temporal-reasoning", "how many days was i actually in london for onboarding", [plan, pushed])
+    assert prepared.direct == ("7 days counting both ends (6 nights) (18 October 2026 to 24 October 2026)", [2])
