@@ -392,6 +392,17 @@ def _weekday_ok(word: str) -> bool:
     return word.lower() in _WEEKDAY_FULL or word[0].isupper()
 
 
+_NOT_A_DAY_BEFORE = re.compile(r"\b(?:i|we|you|they|he|she|it|who|the|a|an)\s+$", re.IGNORECASE)
+
+
+def _numbered_weekday_ok(m: re.Match, ctx: _Context) -> bool:
+    """A weekday with a day number after it ("thu 12th", "sat 24 oct"): an abbreviation counts in
+    lowercase too, the number shows it is a day, unless a subject or an article comes before it ("we
+    sat 12th in the league", "the sun 3rd"); the weekday must still fit the day."""
+    word = m.group("wd")
+    return _weekday_ok(word) or not _NOT_A_DAY_BEFORE.search(ctx.text, 0, m.start("wd"))
+
+
 def _count(word: str) -> tuple[int, bool]:
     """(number, approximate) for '3', 'two', 'a few', 'a couple of', 'several'."""
     key = word.lower().split()
@@ -411,7 +422,7 @@ def _since(m: re.Match, ctx: _Context) -> bool:
 
 # A date that is the target of an arrangement ("booked flights for 16 September", "moved the party
 # to the 26th", "postponed until 3 March") lies ahead of the arranging, whatever the verb's tense.
-_TARGET = re.compile(r"\b(?:for|to|until|till|through)\s+(?:the\s+|on\s+(?:the\s+)?)?$", re.IGNORECASE)
+_TARGET = re.compile(r"\b(?:for|to|until|till|through|due)\s+(?:the\s+|on\s+(?:the\s+)?)?$", re.IGNORECASE)
 _RANGE_START = re.compile(r"\b(?:from|between)\b[^.!?]{0,40}$", re.IGNORECASE)
 
 
@@ -856,7 +867,7 @@ def _weekday_date(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     around the event date whose weekday is the one written, the tense picks as for a plain date
     (see _choose); when the tense allows none of them, the nearest one. A weekday that fits no
     nearby year (a slip) leaves the date to the day-month reading."""
-    if not _dated_month_ok(m) or not _weekday_ok(m.group("wd")):
+    if not _dated_month_ok(m) or not _numbered_weekday_ok(m, ctx):
         return None
     month, day_number = _month_number(m.group("m")), int(m.group("d"))
     weekday = _weekday_index(m)
@@ -871,7 +882,7 @@ def _weekday_ordinal(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     """"Tuesday the 17th": the month (of the two before and after the event date's) whose 17th is a
     Tuesday, the tense choosing among them as for a plain date, else the nearest. None when no
     nearby month fits (a slip): the weekday and "the 17th" are then read on their own."""
-    if not _weekday_ok(m.group("wd")):
+    if not _numbered_weekday_ok(m, ctx):
         return None
     number, weekday = int(m.group("d")), _weekday_index(m)
     spans = []
@@ -885,7 +896,8 @@ def _weekday_ordinal(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
             spans.append((day, day))
     if not spans:
         return None
-    chosen = _choose(spans, ctx, _tense(ctx, m.start(), m.end())) or _choose(spans, ctx, None)
+    tense = "future" if _target(m, ctx) else _tense(ctx, m.start(), m.end())  # "due fri 20th"
+    chosen = _choose(spans, ctx, tense) or _choose(spans, ctx, None)
     return _make(m, *chosen, "day")
 
 

@@ -745,6 +745,9 @@ _NEGATORS = {
     "cancelled", "canceled", "cancel", "instead", "nor",
 }
 _UNDONE_AFTER = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:cancel+ed|called off|rained off|postponed)\b", re.I)
+# A day that did not happen as written: called off, or moved to another ("monday was easter monday so
+# seun moved it").
+_DAY_UNDONE = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:cancel+ed|called off|rained off|postponed|moved|rescheduled)\b", re.I)
 _NEGATION_WINDOW = 3  # words before the term
 
 
@@ -809,32 +812,49 @@ def _event_days(item: Evidence | str, text: str, found: Sequence[re.Match]) -> l
     comes before it; none at all when one is still ahead when said (a plan)."""
     said = _said_day(item)
     exact = sorted((d for d in _note_dates(item) if d[4]), key=lambda d: d[0])
-    if len(exact) < 2 or said is None or any(d[1] > said for d in exact):
+    if len(exact) < 2 or said is None:
         return []
     spans = _sentence_spans(text)
     own = [k for k, (a, b) in enumerate(spans) if any(a <= m.start() < b for m in found)]
     if not own:
         return []
     days: dict[date, str] = {}
+    undone: set[date] = set()
     for at, start, _, label, _ in exact:
         k = next((k for k, (a, b) in enumerate(spans) if a <= at < b), None)
-        if k is None or k < own[0] or _negated_at(text, at):
+        if k is None or k < own[0]:
             continue
         if k not in own and not _adds_to_it(text[spans[k][0]:spans[k][1]]):
             continue
-        days.setdefault(start, label)
-    return list(days.items())
+        if start > said:
+            return []  # a day still ahead among them: a plan ("can play from 1 may" in its own sentence is not)
+        if _negated_at(text, at) or _undone_after(text, at):
+            undone.add(start)  # "monday was easter monday so seun moved it": that day is none, however written
+        else:
+            days.setdefault(start, label)
+    return [(day, label) for day, label in days.items() if day not in undone]
 
 
-_DATE_WORDS = terms(" ".join(_MONTH_NUMBER) + " monday tuesday wednesday thursday friday saturday sunday")
+def _undone_after(text: str, at: int) -> bool:
+    """The day written at ``at`` is said not to have happened just after it ("then mon 23rd [23 March
+    2026] got cancelled (seun was sick)")."""
+    phrase = re.match(r"[^\[\].,;!?]{0,40}?\[[^\]]*\]", text[at:])
+    return phrase is not None and _DAY_UNDONE.match(text[at + phrase.end():]) is not None
+
+
+_DATE_WORDS = terms(" ".join(_MONTH_NUMBER) + " monday tuesday wednesday thursday friday saturday sunday"
+                    " mon tue tues wed thu thur thurs fri sat sun")
 
 
 def _adds_to_it(sentence: str) -> bool:
     """A sentence that goes on with the last thing named: it starts "and"/"also"/"plus" ("and I did
-    18 oct, 31:35", "and the 23rd too, 19 min") or says nothing but days, times and numbers."""
+    18 oct, 31:35", "and the 23rd too, 19 min") or is mostly days, times and numbers ("physio done!!
+    went thu 2nd, then tue 7th, n last one mon 13th")."""
     if re.match(r"\s*(?:and|also|plus)\b", sentence, re.IGNORECASE):
         return True
-    return all(re.fullmatch(r"\d+(?:st|nd|rd|th)?", w) or w in _DATE_WORDS for w in terms(sentence))
+    words = terms(re.sub(r"\[[^\]]*\]", " ", sentence))
+    dates = sum(bool(re.fullmatch(r"\d+(?:st|nd|rd|th)?", w)) or w in _DATE_WORDS for w in words)
+    return 2 * dates >= len(words)
 
 
 def _done_instead(item: Evidence | str, text: str,
@@ -973,10 +993,12 @@ _QUANTITY_WINDOW = 3
 _NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split())} | {"a": 1, "an": 1, "no": 0, "couple": 2, "pair": 2}
-# "bouldering twice last week", "swam three times": how often, written after the counted word.
+# "bouldering twice last week", "swam three times": how often, written after the counted word; not a
+# rate ("physio twice a week", "3 times per month"), which says how often it is planned, not how many.
 _TIMES = {"once": 1, "twice": 2, "thrice": 3}
 _HOW_OFTEN = re.compile(
-    rf"\s+(?:[a-z]+\s+)?(?:({'|'.join(_TIMES)})\b|(\d+|{'|'.join(w for w in _NUMBER_WORDS if len(w) > 2)})\s+times\b)",
+    rf"\s+(?:[a-z]+\s+)?(?:({'|'.join(_TIMES)})\b|(\d+|{'|'.join(w for w in _NUMBER_WORDS if len(w) > 2)})\s+times\b)"
+    r"(?!\s+(?:a|an|per|each|every)\s+(?:day|week|fortnight|month|year)\b)",
     re.IGNORECASE,
 )
 

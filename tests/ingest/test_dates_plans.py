@@ -520,11 +520,26 @@ def test_easter_sunday_by_the_computus(year, day):
      " The coach is at 7."),
     # A weekday that "was" a feast is the feast's day.
     ("went tue 7th (monday was easter monday so he moved it)", datetime(2026, 4, 26, 10, 0),
-     "went tue 7th (monday [6 April 2026] was easter monday [6 April 2026] so he moved it)"),
+     "went tue 7th [7 April 2026] (monday [6 April 2026] was easter monday [6 April 2026] so he moved it)"),
     # What is done every year names no day, nor does a feast's "the".
     ("Thanksgiving's always special for us.", datetime(2023, 8, 21, 10, 0), "Thanksgiving's always special for us."),
     ("Any favorite Christmas traditions?", datetime(2023, 8, 21, 10, 0), "Any favorite Christmas traditions?"),
     ("the Easter holidays were long", datetime(2026, 5, 1, 10, 0), "the Easter holidays were long"),
 ])
 def test_movable_feasts(text, when, expected):
+    assert annotate(text, when) == expected
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    # A weekday abbreviation before a day number is a day in lowercase too ("thu 12th"): the weekday
+    # must fit the day, and a subject or an article before it makes it a word ("we sat 12th").
+    ("physio update: went thu 12th, mon 16th, then mon 23rd got cancelled", datetime(2026, 4, 1, 19, 0),
+     "physio update: went thu 12th [12 March 2026], mon 16th [16 March 2026], then mon 23rd [23 March 2026] got cancelled"),
+    ("we sat 12th in the league", datetime(2026, 4, 1, 19, 0), "we sat 12th in the league"),
+    # What is due lies ahead, whatever the clause's verb says.
+    ("now they sent a design task, due fri 20th", datetime(2026, 3, 9, 19, 0),
+     "now they sent a design task, due fri 20th [20 March 2026]"),
+    ("Lucía is due on 20 February", datetime(2025, 9, 5, 19, 0), "Lucía is due on 20 February [20 February 2026]"),
+])
+def test_numbered_weekday_abbreviations_and_what_is_due(text, when, expected):
     assert annotate(text, when) == expected

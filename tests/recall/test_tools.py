@@ -281,3 +281,22 @@ def test_the_first_or_last_of_a_kind_of_event_is_grounded_on_the_events_counted(
     prepared = temporal("How many days were there between my last sea swim of 2025 and my first one of 2026?", SWIMS)
     assert prepared.direct == ("140 days: my last sea swim of 2025 23 August 2025, my first sea swim of 2026 "
                                "10 January 2026", [6, 7])
+
+
+def test_counting_days_listed_with_one_called_off_and_a_plan_in_another_sentence() -> None:
+    """"then mon 23rd got cancelled" is no session; "monday was easter monday so seun moved it" is
+    none either; a sentence that is mostly days goes on with the list ("went thu 2nd, then tue 7th");
+    "can play from 1 may", a plan in a sentence of its own, does not make the line a plan; "twice a
+    week" is how often, not how many."""
+    sessions = [
+        _told(1, "physio twice a week at stride with seun, first one is thursday 12 march", "2026-03-09T19:00:00"),
+        _told(2, "physio update: went thu 12th, mon 16th, thu 19th, then mon 23rd got cancelled (seun was sick), "
+                 "went thu 26th n mon 30th. ankle is way better", "2026-04-01T19:00:00"),
+        _told(3, "physio done!! went thu 2nd, then tue 7th (monday was easter monday so seun moved it), n last one "
+                 "mon 13th. seun discharged me, can play from 1 may", "2026-04-26T19:00:00"),
+    ]
+    found = count_occurrences("physio", sessions)
+    assert [e.start for e in found.events] == [
+        date(2026, 3, 12), date(2026, 3, 16), date(2026, 3, 19), date(2026, 3, 26),
+        date(2026, 3, 30), date(2026, 4, 2), date(2026, 4, 7), date(2026, 4, 13)]
+    assert all(e.quantity is None for e in found.events)
