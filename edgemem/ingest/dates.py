@@ -862,6 +862,32 @@ def _movable(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     return _make(m, *chosen, "day")
 
 
+_NTH = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "last": -1}
+
+
+def _nth_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    """"the last saturday of april", "the second Tuesday in March 2026": that weekday of the month,
+    the year chosen by the tense as for a date without one (see _choose) unless it is written."""
+    if not _dated_month_ok(m):
+        return None
+    nth, weekday, month = _NTH[m.group("nth").lower()], _weekday_index(m), _month_number(m.group("m"))
+    years = [int(m.group("y"))] if m.group("y") else range(ctx.day.year - 4, ctx.day.year + 5)
+    spans = []
+    for year in years:
+        first = date(year, month, 1)
+        if nth > 0:
+            day = first + timedelta(days=(weekday - first.weekday()) % 7 + 7 * (nth - 1))
+        else:
+            last = first + relativedelta(months=1) - timedelta(days=1)
+            day = last - timedelta(days=(last.weekday() - weekday) % 7)
+        if day.month == month:
+            spans.append((day, day))
+    chosen = _choose(spans, ctx, _reading(m, ctx)) if not m.group("y") else (spans[0] if spans else None)
+    if chosen is None:
+        return None
+    return _make(m, *chosen, "day")
+
+
 def _weekday_date(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     """"Thursday 11 September", "Wed, Sept 17": the weekday says which year. Of the occurrences
     around the event date whose weekday is the one written, the tense picks as for a plain date
@@ -1090,6 +1116,8 @@ _RULES: list[tuple[re.Pattern, _Rule]] = [
     _rule(rf"\b(?P<p>{_WEEKDAY},?\s+(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH})(?!\w)", _weekday_date),
     _rule(rf"\b(?P<p>{_WEEKDAY},?\s+{_MONTH}\s+{_DAY})\b(?![:.,]?\d)", _weekday_date),
     _rule(rf"\b(?P<p>{_WEEKDAY},?\s+(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th))(?!\w)", _weekday_ordinal),
+    _rule(rf"\b(?P<p>(?:the\s+)?(?P<nth>first|1st|second|2nd|third|3rd|fourth|4th|last)\s+{_WEEKDAY}\s+(?:of|in)\s+"
+          rf"{_MONTH}(?:,?\s+{_YEAR})?)(?!\w)", _nth_weekday),
     _rule(rf"\b(?P<p>(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH})(?!\w)", _day_month),
     _rule(rf"\b(?P<p>{_MONTH}\s+{_DAY})\b(?![:.,]?\d)", _day_month),
     _rule(rf"\b(?P<p>{_MONTH},?\s+{_YEAR})\b", _month_year),

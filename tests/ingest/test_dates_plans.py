@@ -543,3 +543,16 @@ def test_movable_feasts(text, when, expected):
 ])
 def test_numbered_weekday_abbreviations_and_what_is_due(text, when, expected):
     assert annotate(text, when) == expected
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    ("moving day will be the last saturday of april, ill get movers", datetime(2026, 3, 9, 19, 0),
+     "moving day will be the last saturday of april [25 April 2026], ill get movers"),
+    ("we met on the first sunday of june", datetime(2026, 7, 10, 9, 0), "we met on the first sunday of june [7 June 2026]"),
+    ("the last friday of june is payday", datetime(2026, 1, 5, 9, 0), "the last friday of june [26 June 2026] is payday"),
+])
+def test_the_nth_weekday_of_a_month(text, when, expected):
+    assert annotate(text, when) == expected
+    said = datetime(2025, 12, 1, 9, 0)
+    assert [(d.start, d.end) for d in resolve_dates("the second Tuesday in March 2026 is the AGM", said)] == [
+        (date(2026, 3, 10), date(2026, 3, 10))]
