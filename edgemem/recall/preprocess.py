@@ -328,6 +328,10 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         if span is not None and span.end > span.start:
             fact, direct = _stay(question, span, cites)
             facts.append(fact)
+    shift = _shift(question, evidence, moved) if _SHIFT_ASKED.search(question) else None
+    if shift is not None:
+        facts.append(shift[0])
+        direct = shift
     if len(found) == 1 and spans and _WEEKDAY_ASKED.search(question):
         weekday = _weekday(found[0], spans[0], evidence, moved, trip=found[0] in trips)
         if weekday is not None:
@@ -341,6 +345,76 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         if found[0] in trips or _names(found[0], span, evidence, moved):
             direct = (span.label, [span.note_id] if span.note_id else [])
     return Prepared("temporal-reasoning", ordered, facts, direct=direct)
+
+
+# "By how much did the operation get delayed?", "how much later than planned did I move in?": how far
+# a plan was moved, from the day first planned to the day it moved to.
+_SHIFT_ASKED = re.compile(
+    r"\bhow\s+(?:much|many\s+(?:days|weeks|months)|long)\s+(?:later|earlier|sooner)\b"
+    r"|\b(?:by\s+)?how\s+(?:much|long|far|many\s+(?:days|weeks|months))\b.{0,60}?"
+    r"\b(?:delay(?:ed)?|postponed|pushed(?:\s+back)?|put\s+off|brought\s+forward|moved)\b",
+    re.IGNORECASE,
+)
+_SHIFT_WORDS = terms("how much many long later earlier sooner delay delayed postponed pushed back put off brought "
+                     "forward moved planned plan original originally compared date day days weeks months end ended "
+                     "up actually get got did first second third last")
+_ORDINALS = {"first": 0, "second": 1, "third": 2}
+_SHIFTED_TO = re.compile(r"\b(?:pushed|moved|postponed|put\s+off|delayed|rescheduled)\s+(?:back\s+)?(?:to|till|until)\b",
+                         re.IGNORECASE)
+
+
+def _shift(question: str, evidence: Sequence[Evidence], moved: Mapping[int, Evidence]) -> tuple[str, list[int]] | None:
+    """How far a plan was moved: the plan line the question's words name (or the line that moved it
+    does), its day, and the day the newest line moving it gives ("the operation on the left eye is
+    fixed for Tuesday 24 February" → "… it has been moved to next Tuesday, the 10th": 14 days, 2
+    weeks). Of several such plans, "first"/"second" pick by planned day, the last otherwise; None
+    unless every such plan and its move are one day each."""
+    named = terms(question) - _SHIFT_WORDS
+    by_id = {e.note_id: e for e in evidence}
+    pairs = []
+    for old_id, new in moved.items():
+        old = by_id.get(old_id)
+        if old is None or not named:
+            continue
+        told = terms(old.text) | terms(new.text)
+        if len(named & told) * 2 < len(named):
+            continue  # at least half of what the question names it by
+        before, after = _plan_days(old), _plan_days(new) - _plan_days(old)
+        if len(before) != 1 or not after:
+            continue
+        (first, first_end), = before
+        to = min(after, key=lambda d: abs((d[0] - first).days))
+        if first != first_end or to[0] != to[1]:
+            continue
+        pairs.append((len(named & told), first, to[0], old.note_id, new.note_id))
+    for e in evidence:  # one line telling both: "we did NOT move yesterday [25 April]. pushed to sat 9 may"
+        told = terms(e.text)
+        if e.kind != "raw" or e.note_id <= 0 or _assistant(e) or len(named & told) * 2 < len(named) or not named:
+            continue
+        ahead = _plan_days(e)
+        if len(ahead) != 1:
+            continue
+        (to, to_end), = ahead
+        moves = [m.start() for m in _SHIFTED_TO.finditer(e.text)]
+        gone = [parse_iso_day(d.get("start")) for d in e.dates if d.get("start") == d.get("end") and e.day
+                and (parse_iso_day(d.get("start")) or date.max) <= e.day and d.get("granularity", "day") == "day"]
+        gone = [g for g in gone if g is not None and 0 < (to - g).days <= _MOVED_BY]
+        if moves and len(gone) == 1 and to == to_end:
+            pairs.append((len(named & told), gone[0], to, e.note_id, e.note_id))
+    if not pairs:
+        return None
+    best = max(p[0] for p in pairs)
+    pairs = sorted((p for p in pairs if p[0] == best), key=lambda p: p[1])
+    # The ordinal written first names the plan ("the second eye operation … than first planned").
+    said = sorted((m.start(), _ORDINALS[m.group(0).lower()]) for m in re.finditer(r"\b(?:first|second|third)\b", question, re.IGNORECASE))
+    which = said[0][1] if said else len(pairs) - 1
+    if which >= len(pairs):
+        return None
+    _, first, to, old_id, new_id = pairs[which]
+    way = "later" if to > first else "earlier"
+    a, b = sorted((first, to))
+    return (f"{describe_weeks(a, b) if (b - a).days % 7 == 0 else describe_days(a, b)} {way}: from "
+            f"{day_label(first)} to {day_label(to)}", list(dict.fromkeys((old_id, new_id))))
 
 
 def _names(event: str, span: Grounded, evidence: Sequence[Evidence], moved: Mapping[int, Evidence],

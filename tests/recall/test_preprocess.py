@@ -1001,3 +1001,27 @@ def test_a_stay_moved_by_a_later_line_is_measured_on_its_new_days() -> None:
     assert moved == {1: pushed}  # "sat 24 oct" closes the stay: "back" before an abbreviated weekday
     prepared = prepare("temporal-reasoning", "how many days was i actually in london for onboarding", [plan, pushed])
     assert prepared.direct == ("7 days counting both ends (6 nights) (18 October 2026 to 24 October 2026)", [2])
+
+
+def test_how_far_a_plan_was_moved() -> None:
+    left = told(1, "the operation on the left eye is now fixed for Tuesday the 24th of February at 8:00",
+                "2026-02-04T10:00:00", "Halina")
+    left_moved = told(2, "you will remember the operation that was to be on the 24th. Dr. Nowicka had to go to a "
+                         "conference, and it has been moved to next Tuesday, the 10th", "2026-03-03T10:00:00", "Halina")
+    right = told(3, "the clinic has fixed the date for the right eye operation: Tuesday the 15th of September",
+                 "2026-05-31T10:00:00", "Halina")
+    right_moved = told(4, "the right eye operation has been moved again, the equipment needs a service, so it is now "
+                          "on Tuesday the 6th of October", "2026-09-08T10:00:00", "Halina")
+    notes = [left, left_moved, right, right_moved]
+    asked = "By how much did the first eye operation get delayed compared with the original date?"
+    assert prepare("temporal-reasoning", asked, notes).direct == (
+        "2 weeks (14 days) later: from 24 February 2026 to 10 March 2026", [1, 2])
+    assert prepare("temporal-reasoning", "how much later did the second eye operation happen than first planned?",
+                   notes).direct == ("3 weeks (21 days) later: from 15 September 2026 to 6 October 2026", [3, 4])
+    # One line telling both days.
+    flat = told(5, "wahala. painter didnt finish the new flat so we did NOT move yesterday. pushed to sat 9 may",
+                "2026-04-26T19:00:00", "Chidi")
+    assert prepare("temporal-reasoning", "how much later than planned did i end up moving into the flat?",
+                   [flat]).direct == ("2 weeks (14 days) later: from 25 April 2026 to 9 May 2026", [5])
+    # Nothing moved: no answer made in code.
+    assert prepare("temporal-reasoning", asked, [left, right]).direct is None
