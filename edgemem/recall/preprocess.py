@@ -574,9 +574,16 @@ _DATE_ASKED = re.compile(r"^\s*(?:when\b|(?:what|which)\s+(?:dates?|days?)\b(?!\
                          r"what(?:\s+was|\s+is|['’]s)\s+the\s+(?:date|day)\b(?!\s+of\s+the\s+week))", re.IGNORECASE)
 _ASKS_PLAN = re.compile(r"^\s*(?:when(?:['’]s|\s+(?:is|are|will|am|do|does))|what\s+(?:date|day|time)\s+(?:is|are|will|do|does))\b",
                         re.IGNORECASE)
+# "when n where do i play football these days?": a standing arrangement, not one day.
+_HABIT_ASKED = re.compile(r"\b(?:these\s+days|nowadays|usually|normally|typically|regularly|every\s+(?:week|day|month))\b",
+                          re.IGNORECASE)
+
+
 def _asks_one_day(question: str) -> bool:
-    """"When …", "what date …", "what was the date of …": one day, not the dates of a stretch nor how long."""
-    return bool(_DATE_ASKED.search(question)) and not (_DATES_OF.search(question) or _HOW_LONG.search(question))
+    """"When …", "what date …", "what was the date of …": one day, not the dates of a stretch, how
+    long, nor when something is done as a habit ("when do I play football these days?")."""
+    return bool(_DATE_ASKED.search(question)) and not (
+        _DATES_OF.search(question) or _HOW_LONG.search(question) or _HABIT_ASKED.search(question))
 
 
 # "When did we finally move?", "what day did we move in the end?": the plan as it ended,

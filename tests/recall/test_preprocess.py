@@ -1025,3 +1025,11 @@ def test_how_far_a_plan_was_moved() -> None:
                    [flat]).direct == ("2 weeks (14 days) later: from 25 April 2026 to 9 May 2026", [5])
     # Nothing moved: no answer made in code.
     assert prepare("temporal-reasoning", asked, [left, right]).direct is None
+
+
+def test_a_question_about_a_habit_gets_no_one_day_answer() -> None:
+    back = told(1, "back playing football since 2 may, ankle fine. the yaba guys r far now so im joining a lekki "
+                   "squad, they play sundays 5pm", "2026-05-29T19:00:00", "Chidi")
+    assert prepare("conflict-resolution", "when n where do i play football these days?", [back]).direct is None
+    assert prepare("conflict-resolution", "when did i start playing football again?", [back]).direct == (
+        "2 May 2026", [1])
