@@ -694,7 +694,11 @@ def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | Non
         # A rule that names the days, months or times the proposal asks about is the one that
         # decides it: "weekends still nothing before 9" for "leave at 8am this saturday", not the line
         # that only shares a name ("liam … never lets me forget it").
-        no.sort(key=lambda found: not _timed(found[1]))
+        # Then the one sharing most of what the proposal is about, the user's own words before an
+        # assistant's restatement: "I never take flights that leave before nine in the morning", not
+        # "Understood — amlodipine 5 mg each morning", for a 6:15 flight.
+        asked = _about(question)
+        no.sort(key=lambda found: (not _timed(found[1]), -len(asked & _about(found[1])), _assistant(found[0])))
         return RuleVerdict(f"No — {no[0][1]}", _holding_rule(no), "no")
     clash = _clash(question, evidence, flat, asked_days)
     if clash is not None:

@@ -87,6 +87,17 @@ def test_rule_verdicts_by_polarity_and_overlap() -> None:
     assert rule_verdict("What are my rules about meetings?", RULES) is None  # not a proposal
 
 
+def test_of_two_rules_that_cover_a_proposal_the_one_about_it_in_the_users_words_is_quoted() -> None:
+    said = [
+        Evidence(6, "Understood — amlodipine 5 mg each morning, and a penicillin allergy.", "2026-01-12T19:15:00",
+                 speaker="Assistant"),
+        Evidence(39, "I chose the midday flight deliberately — I never take flights that leave before nine in the morning.",
+                 "2026-03-03T10:00:00", speaker="Halina"),
+    ]
+    v = rule_verdict("Marta found a cheap flight back from Cork for me at 6:15 in the morning. Shall I take it?", said)
+    assert v.text == "No — I chose the midday flight deliberately — I never take flights that leave before nine in the morning."
+
+
 def test_the_validator_accepts_a_verdict_only_with_the_rule_verbatim() -> None:
     context = "(2 May 2024) Never schedule meetings on Fridays."
     assert validate("Can we meet on Friday?", "No — Never schedule meetings on Fridays.", context, None).stage == "rule_verdict"
