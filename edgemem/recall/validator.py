@@ -43,6 +43,20 @@ _NUMERIC = re.compile(r"^\s*[-+]?\d[\d,.]*\s*(?:\w+)?\s*\.?\s*$")
 _JUDGE_SCHEMA = {"type": "string", "enum": ["yes", "no"]}  # the reply is the JSON string "yes" or "no"
 
 
+# A question that asks for something (what/which/who/where/when/how much …): an answer made only of
+# its own words ("which hotel did amaka book for us in osu?" → "OSU", "What was the name of the garage
+# on Wielicka Street?" → "Wielicka Street") names nothing the notes said.
+_ASKS_FOR = re.compile(r"^\s*(?:what|which|who|whose|where|when|how\s+(?:much|many|long|old|far))\b", re.IGNORECASE)
+
+
+def echoes_question(question: str, answer: str) -> bool:
+    """The answer to a wh-question holds no word or number the question does not."""
+    if not _ASKS_FOR.search(question):
+        return False
+    said = terms(answer) | set(re.findall(r"\d+", answer))
+    return bool(said) and said <= terms(question) | set(re.findall(r"\d+", question))
+
+
 @dataclass
 class Verdict:
     grounded: bool
@@ -673,6 +687,8 @@ def validate(question: str, answer: str, context: str, llm: Any | None,
     is what it suggests ("a weekend in Akaroa"), not a made-up fact; the judge still reads it."""
     if is_hard_failure(answer) or (_NULL_ANSWER.match(answer) and not _ASKS_AMOUNT.search(question)):
         return Verdict(False, "hard_failure", judge="skipped: hard failure")
+    if echoes_question(question, answer):
+        return Verdict(False, "hard_failure", judge="skipped: the answer only repeats the question", reason="echo")
     if rule_quoted(answer, context):
         if not ruled and rule_outdated(answer, context):
             return Verdict(False, "rule_verdict", judge="skipped: the rule quoted was replaced later",

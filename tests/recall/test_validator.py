@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from edgemem.recall.validator import (
     OVERLAP_TAU,
+    echoes_question,
     invented_name,
     is_hard_failure,
     overlap,
@@ -28,6 +29,20 @@ def test_hard_failures_escalate_without_a_model_call() -> None:
     assert not llm.calls
     # To "how many", "None" is an answer: zero.
     assert validate("How many kids does Melanie have?", "None", CONTEXT, None).stage != "hard_failure"
+
+
+def test_an_answer_that_only_repeats_the_question_is_rejected_without_a_model_call() -> None:
+    llm = ScriptedLLM()
+    for question, answer in (("which hotel did amaka book for us in osu?", "OSU"),
+                             ("What was the name of the garage on Wielicka Street?", "Wielicka Street"),
+                             ("What does Jon plan to do at the grand opening of his dance studio?", "Open the dance studio.")):
+        verdict = validate(question, answer, CONTEXT, llm)
+        assert (verdict.grounded, verdict.stage, verdict.reason) == (False, "hard_failure", "echo")
+    assert not llm.calls
+    # A number, a name or a word the question does not hold is an answer; a yes/no question may echo.
+    assert not echoes_question("how many days early was Tomás?", "19 days early")
+    assert not echoes_question("Where did Melanie run?", "a charity race")
+    assert not echoes_question("Is the concert still on the 22nd?", "the 22nd")
 
 
 def test_an_answer_about_someone_elses_thing_is_rejected() -> None:
@@ -94,7 +109,7 @@ def test_a_name_the_context_never_writes_is_made_up() -> None:
     assert invented_name("A Troilo record for Father's Day.", "(1 May 2026, Gloria) Papá adores Troilo",
                          "a present for Papá for Father's Day?") is None
     assert invented_name("A trip to Wanaka. The notes say so.", "(1 May 2026, Kai) wanaka trip with Ana") is None
-    verdict = validate("Which hotel is Mum staying at in Seville?", "The hotel is the Seville Hotel.", ctx, None)
+    verdict = validate("Which hotel is Mum staying at in Seville?", "She is at the Giralda Palace Hotel.", ctx, None)
     assert (verdict.grounded, verdict.stage) == (False, "invented_name")
     # A suggestion names what it suggests: the judge reads it instead.
     judge = ScriptedLLM(['"yes"'])
