@@ -651,6 +651,9 @@ def _ahead(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
             return None  # "haven't been back in 4 years", "the first time in ten years"
     count, approximate = _count(m.group("count"))
     unit = m.group("unit").lower()
+    base = (m.groupdict().get("base") or "").lower()
+    if base == "tomorrow":  # "three weeks from tomorrow": counted from the day after the event date
+        ctx = replace(ctx, day=ctx.day + timedelta(days=1))
     if unit == "week":  # "in 3 weeks": the day three weeks on, not the calendar week around it
         day = ctx.day + timedelta(weeks=count)
         span: tuple[date, date, str] = (day, day, "day")
@@ -1074,7 +1077,7 @@ _RULES: list[tuple[re.Pattern, _Rule]] = [
         _rolling,
     ),
     _rule(rf"\b(?P<p>in\s+{_APPROX}{_COUNT}\s+{_UNIT})\b", _ahead),
-    _rule(rf"\b(?P<p>{_APPROX}{_COUNT}\s+{_UNIT}\s+from\s+now)\b", _ahead),
+    _rule(rf"\b(?P<p>{_APPROX}{_COUNT}\s+{_UNIT}\s+from\s+(?P<base>now|today|tonight|tomorrow))\b", _ahead),
     _rule(
         rf"\b(?P<p>(?P<rel>last|this\s+past|this\s+coming|coming|next|this)\s+{_WEEKDAY})(?!\w)",
         _relative_weekday,

@@ -556,3 +556,13 @@ def test_the_nth_weekday_of_a_month(text, when, expected):
     said = datetime(2025, 12, 1, 9, 0)
     assert [(d.start, d.end) for d in resolve_dates("the second Tuesday in March 2026 is the AGM", said)] == [
         (date(2026, 3, 10), date(2026, 3, 10))]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("The Zakopane trip is three weeks from tomorrow, the coach leaves at seven",
+     "The Zakopane trip is three weeks from tomorrow [11 April 2026], the coach leaves at seven"),
+    ("two weeks from today we fly", "two weeks from today [3 April 2026] we fly"),
+    ("the trip is three weeks from now", "the trip is three weeks from now [10 April 2026]"),
+])
+def test_a_count_of_days_or_weeks_from_today_or_tomorrow(text, expected):
+    assert annotate(text, datetime(2026, 3, 20, 19, 0)) == expected
