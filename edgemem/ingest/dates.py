@@ -1184,7 +1184,32 @@ def _find(text: str, event_time: datetime) -> list[_Found]:
             taken[i] = _month_from(taken[i - 1], found, ctx, placed=taken[i - 1].begin in months)
             if taken[i] is not found:  # "on the 23rd, back the 27th": the next day alone takes this month
                 months.add(found.begin)
-    return taken
+    return _relative_weekdays(taken, ctx)
+
+
+_RELATIVE_WEEKDAY = re.compile(
+    rf"\b(?P<p>the\s+{_WEEKDAY}\s+(?P<dir>before|after))\b(?!\s+(?:last|next|that|this|the|[0-9]))", re.IGNORECASE)
+_RELATIVE_REACH = 200  # characters back to the date a "the thursday before" is counted from
+
+
+def _relative_weekdays(taken: list[_Found], ctx: _Context) -> list[_Found]:
+    """"tundes wedding still 12 dec. bachelors is the thursday before": that weekday before (or
+    after) the last day dated before it, within a sentence or two; 10 December 2026."""
+    added = []
+    for m in _RELATIVE_WEEKDAY.finditer(ctx.text):
+        if not _weekday_ok(m.group("wd")) or any(t.begin < m.end() and m.start() < t.stop for t in taken):
+            continue
+        before = [t for t in taken if t.end <= m.start() and m.start() - t.end <= _RELATIVE_REACH
+                  and t.date.start == t.date.end]
+        if not before:
+            continue
+        anchor, weekday = before[-1].date.start, _weekday_index(m)
+        if m.group("dir").lower() == "before":
+            day = _weekday_before(anchor, weekday)
+        else:
+            day = _weekday_after(anchor, weekday)
+        added.append(_Found(m.start("p"), m.end(), m.end("p"), ResolvedDate(m.group("p"), day, day, "day", False)))
+    return sorted(taken + added, key=lambda t: t.begin)
 
 
 _MONTH_IN_PHRASE = re.compile(_MONTH, re.IGNORECASE)

@@ -566,3 +566,14 @@ def test_the_nth_weekday_of_a_month(text, when, expected):
 ])
 def test_a_count_of_days_or_weeks_from_today_or_tomorrow(text, expected):
     assert annotate(text, datetime(2026, 3, 20, 19, 0)) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("tundes wedding still 12 dec. bachelors is the thursday before, in lagos this time",
+     "tundes wedding still 12 dec [12 December 2026]. bachelors is the thursday before [10 December 2026], in lagos this time"),
+    ("the wedding is on 12 December and the brunch is the Sunday after",
+     "the wedding is on 12 December [12 December 2026] and the brunch is the Sunday after [13 December 2026]"),
+    ("the party is the Friday after the exams", "the party is the Friday after the exams"),  # no day to count from
+])
+def test_the_weekday_before_or_after_the_day_just_dated(text, expected):
+    assert annotate(text, datetime(2026, 11, 19, 19, 0)) == expected
