@@ -352,13 +352,15 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
 _SHIFT_ASKED = re.compile(
     r"\bhow\s+(?:much|many\s+(?:days|weeks|months)|long)\s+(?:later|earlier|sooner)\b"
     r"|\b(?:by\s+)?how\s+(?:much|long|far|many\s+(?:days|weeks|months))\b.{0,60}?"
-    r"\b(?:delay(?:ed)?|postponed|pushed(?:\s+back)?|put\s+off|brought\s+forward|moved)\b",
+    r"\b(?:delay(?:ed)?|postponed|pushed(?:\s+back)?|put\s+off|brought\s+forward|moved)\b"
+    r"|\b(?:supposed\s+to|meant\s+to|originally|first\s+planned)\b.{0,80}?\b(?:actually|in\s+the\s+end|really|ended\s+up)\b",
     re.IGNORECASE,
 )
 _SHIFT_WORDS = terms("how much many long later earlier sooner delay delayed postponed pushed back put off brought "
                      "forward moved planned plan original originally compared date day days weeks months end ended "
-                     "up actually get got did first second third last")
+                     "up actually get got did first second third last supposed meant really happen happened when")
 _ORDINALS = {"first": 0, "second": 1, "third": 2}
+_SHIFTED = re.compile(r"\b(?:pushed|moved|postponed|put\s+off|delayed|rescheduled|brought\s+forward)\b", re.IGNORECASE)
 _SHIFTED_TO = re.compile(r"\b(?:pushed|moved|postponed|put\s+off|delayed|rescheduled)\s+(?:back\s+)?(?:to|till|until)\b",
                          re.IGNORECASE)
 
@@ -401,6 +403,25 @@ def _shift(question: str, evidence: Sequence[Evidence], moved: Mapping[int, Evid
         gone = [g for g in gone if g is not None and 0 < (to - g).days <= _MOVED_BY]
         if moves and len(gone) == 1 and to == to_end:
             pairs.append((len(named & told), gone[0], to, e.note_id, e.note_id))
+    if not pairs and named:
+        # Told after the fact: "harbor panel got moved from tue to thu 9th … did it thu", said weeks
+        # after the plan "final panel interview is next tuesday [7 April]": the day it moved to.
+        for old in evidence:
+            before = _plan_days(old)
+            if old.kind != "raw" or old.note_id <= 0 or _assistant(old) or len(before) != 1:
+                continue
+            (first, first_end), = before
+            for new in evidence:
+                if (new.kind != "raw" or _assistant(new) or _said(new) <= _said(old) or new.speaker != old.speaker
+                        or not _SHIFTED.search(new.text)):
+                    continue
+                told = terms(old.text) | terms(new.text)
+                if len(named & told) * 2 < len(named) or not named & terms(new.text):
+                    continue  # the later line must name the event too
+                days = {d for d in _exact_days(new) if d != first and abs((d - first).days) <= _MOVED_BY}
+                if first == first_end and len(days) == 1:
+                    score = len(named & told) + len(named & terms(new.text))  # the later line naming it most
+                    pairs.append((score, first, next(iter(days)), old.note_id, new.note_id))
     if not pairs:
         return None
     best = max(p[0] for p in pairs)
@@ -413,8 +434,8 @@ def _shift(question: str, evidence: Sequence[Evidence], moved: Mapping[int, Evid
     _, first, to, old_id, new_id = pairs[which]
     way = "later" if to > first else "earlier"
     a, b = sorted((first, to))
-    return (f"{describe_weeks(a, b) if (b - a).days % 7 == 0 else describe_days(a, b)} {way}: from "
-            f"{day_label(first)} to {day_label(to)}", list(dict.fromkeys((old_id, new_id))))
+    return (f"{describe_weeks(a, b) if (b - a).days % 7 == 0 else describe_days(a, b)} {way}: planned for "
+            f"{day_label(first)}, moved to {day_label(to)}", list(dict.fromkeys((old_id, new_id))))
 
 
 def _names(event: str, span: Grounded, evidence: Sequence[Evidence], moved: Mapping[int, Evidence],

@@ -1015,16 +1015,23 @@ def test_how_far_a_plan_was_moved() -> None:
     notes = [left, left_moved, right, right_moved]
     asked = "By how much did the first eye operation get delayed compared with the original date?"
     assert prepare("temporal-reasoning", asked, notes).direct == (
-        "2 weeks (14 days) later: from 24 February 2026 to 10 March 2026", [1, 2])
+        "2 weeks (14 days) later: planned for 24 February 2026, moved to 10 March 2026", [1, 2])
     assert prepare("temporal-reasoning", "how much later did the second eye operation happen than first planned?",
-                   notes).direct == ("3 weeks (21 days) later: from 15 September 2026 to 6 October 2026", [3, 4])
+                   notes).direct == ("3 weeks (21 days) later: planned for 15 September 2026, moved to 6 October 2026", [3, 4])
     # One line telling both days.
     flat = told(5, "wahala. painter didnt finish the new flat so we did NOT move yesterday. pushed to sat 9 may",
                 "2026-04-26T19:00:00", "Chidi")
     assert prepare("temporal-reasoning", "how much later than planned did i end up moving into the flat?",
-                   [flat]).direct == ("2 weeks (14 days) later: from 25 April 2026 to 9 May 2026", [5])
+                   [flat]).direct == ("2 weeks (14 days) later: planned for 25 April 2026, moved to 9 May 2026", [5])
     # Nothing moved: no answer made in code.
     assert prepare("temporal-reasoning", asked, [left, right]).direct is None
+    # Told after the fact, weeks after the planned day: the day it moved to, from the line naming it.
+    panel = told(6, "final panel interview is next tuesday 3pm lagos time", "2026-04-01T20:00:00", "Chidi")
+    flat = told(7, "FINALLY moved on the 9th, new address is flat 3B", "2026-05-29T21:00:00", "Chidi")
+    later = told(8, "harbor panel got moved from tue to thu 9th bc one interviewer was sick. did it thu",
+                 "2026-04-26T16:40:00", "Chidi")
+    assert prepare("temporal-reasoning", "my harbor final panel, what day was it supposed to be and when did it actually happen?",
+                   [panel, flat, later]).direct == ("2 days later: planned for 7 April 2026, moved to 9 April 2026", [6, 8])
 
 
 def test_a_question_about_a_habit_gets_no_one_day_answer() -> None:
