@@ -117,6 +117,13 @@ _stem = PorterStemmer().stem
 _ALNUM = re.compile(r"(?<![\w])(?=[a-z]*\d)(?=\d*[a-z])[a-z\d]{2,}(?![\w])")
 
 
+# Texting shorthand for the words it stands for: "amaka's bday dinner" is about her birthday, "xmas"
+# is Christmas (a chat history is often written this way; a question may be asked either way).
+SHORTHAND = {"bday": "birthday", "bdays": "birthdays", "b'day": "birthday", "xmas": "christmas", "appt": "appointment",
+             "appts": "appointments", "gf": "girlfriend", "bff": "friend", "tmrw": "tomorrow", "tmr": "tomorrow",
+             "wk": "week", "wks": "weeks", "yr": "year", "yrs": "years", "hosp": "hospital"}
+
+
 def terms(text: str) -> set[str]:
     """Content terms of a text: stemmed words of three letters or more that are not stopwords, so
     'adopted' and 'adoption' meet, and words mixing letters and digits ("80th", "hba1c"). Used for
@@ -125,6 +132,7 @@ def terms(text: str) -> set[str]:
     plain = ANNOTATION.sub(" ", text)
     for word in tokens(plain):
         word = word.removesuffix("'s")  # "Caroline's" is about Caroline
+        word = SHORTHAND.get(word, word)
         if len(word) >= 3 and word not in STOPWORDS:
             found.add(_stem(word))
     found.update(_ALNUM.findall(plain.lower()))

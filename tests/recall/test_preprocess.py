@@ -45,6 +45,8 @@ def test_evidence_header_terms_and_jaccard() -> None:
     # Possessives and inflections meet; date annotations and stopwords do not count.
     assert terms("Caroline's adoption [7 May 2023] of two puppies") == {"carolin", "adopt", "puppi"}
     assert terms("Caroline adopted a puppy") == {"carolin", "adopt", "puppi"}
+    # Texting shorthand stands for its word: a question may say "birthday" of a line that said "bday".
+    assert terms("amaka's bday dinner, xmas appt in 2 wks") == terms("Amaka's birthday dinner, Christmas appointment in 2 weeks")
     assert jaccard({"a", "b"}, {"b", "c"}) == 1 / 3
     assert jaccard(set(), set()) == 0.0
 
