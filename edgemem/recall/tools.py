@@ -765,7 +765,12 @@ def _negated(text: str, match: re.Match) -> bool:
     if _negated_at(text, match.start()):
         return True
     after = re.split(r"[.!?;\n]", text[match.end():])[0]
-    return _UNDONE_AFTER.search(after) is not None
+    return _UNDONE_AFTER.search(after) is not None or _NOT_THERE.search(after) is not None
+
+
+# The user says they were not at it: "amaka went to her colleague zainabs wedding last sat, i didnt go".
+_NOT_THERE = re.compile(r"\b(?:i|we)\s+(?:didn['’]?t|did\s+not|couldn['’]?t|could\s+not|never)\s+"
+                        r"(?:go|went|make\s+it|attend(?:ed)?|come|came)\b", re.IGNORECASE)
 
 
 # Words of intent: a mention in their clause is a plan or a wish, not an event ("goal is the parkrun

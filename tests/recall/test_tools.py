@@ -300,3 +300,13 @@ def test_counting_days_listed_with_one_called_off_and_a_plan_in_another_sentence
         date(2026, 3, 12), date(2026, 3, 16), date(2026, 3, 19), date(2026, 3, 26),
         date(2026, 3, 30), date(2026, 4, 2), date(2026, 4, 7), date(2026, 4, 13)]
     assert all(e.quantity is None for e in found.events)
+
+
+def test_an_event_the_user_says_they_did_not_go_to_is_not_counted() -> None:
+    weddings = [
+        _told(1, "went to enugu for chiamakas trad wedding on the 16th, spent 40k on aso-oke", "2026-05-29T19:00:00"),
+        _told(2, "amaka went to her colleague zainabs wedding last sat in abuja, i didnt go bc of a work deadline",
+              "2026-10-03T19:00:00"),
+    ]
+    found = count_occurrences("weddings", weddings)
+    assert [e.start for e in found.events] == [date(2026, 5, 16)]
