@@ -121,7 +121,7 @@ def prepare(
     if tag == "constraint-validation":
         return _with_stretch(rules(question, evidence, supersedes=supersedes), question, asked_days)
     if tag == "state-tracking":
-        return timeline(question, evidence, entity=entity, asked_days=asked_days)
+        return timeline(question, evidence, entity=entity, asked_days=asked_days, similar=similar)
     # A moved plan is marked outdated (preprocess.redated) only when a date is what is asked ("what
     # dates was the Oslo kickoff?" answered with the first dates, the moved ones packed last): marked
     # for any targeted question, it hid the line that held what else was asked of it ("Who's Mochi's
@@ -1339,7 +1339,7 @@ _SUPERLATIVE = re.compile(r"\b(?:[a-z]{2,}est|most|least|best|worst|first|last)\
 
 
 def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None = None,
-             asked_days: Sequence[tuple[date, date]] = ()) -> Prepared:
+             asked_days: Sequence[tuple[date, date]] = (), similar: Mapping[int, float] | None = None) -> Prepared:
     """Chronological state changes (A.2): keep the items about the tracked subject, oldest first,
     and one "state on <date> (speaker): ..." fact per change.
 
@@ -1390,7 +1390,7 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
     # Otherwise the sequence of what was said about it, in order ("How did the Spanish go?"). The
     # question's dates frame a state ("this year", "since September"); they select nothing here.
     # A superlative ("What's the biggest fish I've caught?") asks for one reading: the model picks it.
-    direct = None if _SUPERLATIVE.search(question) else computed or digest(question, evidence)
+    direct = None if _SUPERLATIVE.search(question) else computed or digest(question, evidence, similar=similar)
     direct = total_answer(question, ordered, asked_days) or direct  # "How many trout in total?": the sum
     direct = none_on_those_days(question, ordered, asked_days) or direct
     unheld = _not_theirs(counted)

@@ -1042,3 +1042,19 @@ def test_a_question_about_a_habit_gets_no_one_day_answer() -> None:
     assert prepare("conflict-resolution", "when n where do i play football these days?", [back]).direct is None
     assert prepare("conflict-resolution", "when did i start playing football again?", [back]).direct == (
         "2 May 2026", [1])
+
+
+def test_a_story_asked_as_a_state_reaches_its_lines_by_vector_too() -> None:
+    from edgemem.recall.preprocess import ABOUT_TOP
+
+    physio = Evidence(1, "physio at stride with seun, mondays n thursdays", "2026-03-09T19:00:00", speaker="Chidi")
+    ankle = [Evidence(2, "sprained my ankle at football", "2026-03-08T19:00:00", speaker="Chidi"),
+             Evidence(3, "ankle is way better", "2026-04-01T19:00:00", speaker="Chidi")]
+    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa " \
+            "quebec romeo sierra tango".split()
+    others = [Evidence(10 + i, f"sent the {w} invoice", "2026-02-01T09:00:00", speaker="Chidi")
+              for i, w in enumerate(words[:ABOUT_TOP + 5])]
+    close = {1: 0.15, 2: 0.2, 3: 0.18} | {e.note_id: 0.001 * i for i, e in enumerate(others)}
+    question = "how did the whole ankle saga go, start to finish?"
+    text, cited = prepare("state-tracking", question, [physio, *ankle, *others], similar=close).direct
+    assert 1 in cited and "physio at stride" in text
