@@ -507,10 +507,15 @@ def _choose(spans: list[tuple[date, date]], ctx: _Context, tense: Optional[str])
     return min(spans, key=lambda s: (away(s), -s[0].toordinal()))
 
 
+def _years_around(ctx: _Context) -> range:
+    """The years a date without one may fall in: four either side of the event date's."""
+    return range(ctx.day.year - 4, ctx.day.year + 5)
+
+
 def _yearly(month: int, day_number: int, ctx: _Context) -> list[tuple[date, date]]:
     """The day (month, day_number) in the years around the event date (29 February only in leap years)."""
     out = []
-    for year in range(ctx.day.year - 4, ctx.day.year + 5):
+    for year in _years_around(ctx):
         try:
             day = date(year, month, day_number)
         except ValueError:
@@ -858,7 +863,7 @@ def _movable(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     the years around the event date, the tense choosing among them as for a fixed holiday."""
     if _preceded_by_the(m, ctx) or _habitual(m, ctx):
         return None  # "the Easter holidays", "Easter is always at Gran's"
-    spans = [movable_feast(m.group("f"), year) for year in range(ctx.day.year - 4, ctx.day.year + 5)]
+    spans = [movable_feast(m.group("f"), year) for year in _years_around(ctx)]
     chosen = _choose(spans, ctx, _reading(m, ctx))
     if chosen is None:
         return None
@@ -874,7 +879,7 @@ def _nth_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     if not _dated_month_ok(m):
         return None
     nth, weekday, month = _NTH[m.group("nth").lower()], _weekday_index(m), _month_number(m.group("m"))
-    years = [int(m.group("y"))] if m.group("y") else range(ctx.day.year - 4, ctx.day.year + 5)
+    years = [int(m.group("y"))] if m.group("y") else _years_around(ctx)
     spans = []
     for year in years:
         first = date(year, month, 1)

@@ -360,9 +360,9 @@ _SHIFT_WORDS = terms("how much many long later earlier sooner delay delayed post
                      "forward moved planned plan original originally compared date day days weeks months end ended "
                      "up actually get got did first second third last supposed meant really happen happened when")
 _ORDINALS = {"first": 0, "second": 1, "third": 2}
-_SHIFTED = re.compile(r"\b(?:pushed|moved|postponed|put\s+off|delayed|rescheduled|brought\s+forward)\b", re.IGNORECASE)
-_SHIFTED_TO = re.compile(r"\b(?:pushed|moved|postponed|put\s+off|delayed|rescheduled)\s+(?:back\s+)?(?:to|till|until)\b",
-                         re.IGNORECASE)
+_SHIFT_VERBS = r"pushed|moved|postponed|put\s+off|delayed|rescheduled"
+_SHIFTED = re.compile(rf"\b(?:{_SHIFT_VERBS}|brought\s+forward)\b", re.IGNORECASE)
+_SHIFTED_TO = re.compile(rf"\b(?:{_SHIFT_VERBS})\s+(?:back\s+)?(?:to|till|until)\b", re.IGNORECASE)
 
 
 def _shift(question: str, evidence: Sequence[Evidence], moved: Mapping[int, Evidence]) -> tuple[str, list[int]] | None:
@@ -397,11 +397,8 @@ def _shift(question: str, evidence: Sequence[Evidence], moved: Mapping[int, Evid
         if len(ahead) != 1:
             continue
         (to, to_end), = ahead
-        moves = [m.start() for m in _SHIFTED_TO.finditer(e.text)]
-        gone = [parse_iso_day(d.get("start")) for d in e.dates if d.get("start") == d.get("end") and e.day
-                and (parse_iso_day(d.get("start")) or date.max) <= e.day and d.get("granularity", "day") == "day"]
-        gone = [g for g in gone if g is not None and 0 < (to - g).days <= _MOVED_BY]
-        if moves and len(gone) == 1 and to == to_end:
+        gone = [g for g in _exact_days(e) if e.day and g <= e.day and 0 < (to - g).days <= _MOVED_BY]
+        if _SHIFTED_TO.search(e.text) and len(gone) == 1 and to == to_end:
             pairs.append((len(named & told), gone[0], to, e.note_id, e.note_id))
     if not pairs and named:
         # Told after the fact: "harbor panel got moved from tue to thu 9th … did it thu", said weeks

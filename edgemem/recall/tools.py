@@ -744,10 +744,11 @@ _NEGATORS = {
     "couldn't", "can't", "cannot", "skipped", "skip", "skipping", "missed", "miss", "missing", "without",
     "cancelled", "canceled", "cancel", "instead", "nor",
 }
-_UNDONE_AFTER = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:cancel+ed|called off|rained off|postponed)\b", re.I)
+_CALLED_OFF = r"cancel+ed|called off|rained off|postponed"
+_UNDONE_AFTER = re.compile(rf"^\W*(?:\w+\W+){{0,2}}?(?:{_CALLED_OFF})\b", re.I)
 # A day that did not happen as written: called off, or moved to another ("monday was easter monday so
 # seun moved it").
-_DAY_UNDONE = re.compile(r"^\W*(?:\w+\W+){0,2}?(?:cancel+ed|called off|rained off|postponed|moved|rescheduled)\b", re.I)
+_DAY_UNDONE = re.compile(rf"^\W*(?:\w+\W+){{0,2}}?(?:{_CALLED_OFF}|moved|rescheduled)\b", re.I)
 _NEGATION_WINDOW = 3  # words before the term
 
 

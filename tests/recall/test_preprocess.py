@@ -475,7 +475,8 @@ def test_an_overview_takes_lines_about_its_subject_in_other_words_by_their_vecto
     assert cited == [2, 1]
 
 
-def test_an_overview_takes_the_closest_lines_whatever_the_scale_of_the_cosines() -> None:
+def _ankle_saga() -> tuple[Evidence, list[Evidence], list[Evidence]]:
+    """A physio line that never says "ankle", two that do, and ABOUT_TOP + 5 invoices about nothing."""
     from edgemem.recall.preprocess import ABOUT_TOP
 
     physio = Evidence(1, "physio at stride with seun, mondays n thursdays", "2026-03-09T19:00:00", speaker="Chidi")
@@ -485,10 +486,21 @@ def test_an_overview_takes_the_closest_lines_whatever_the_scale_of_the_cosines()
             "quebec romeo sierra tango".split()
     others = [Evidence(10 + i, f"sent the {w} invoice", "2026-02-01T09:00:00", speaker="Chidi")
               for i, w in enumerate(words[:ABOUT_TOP + 5])]
+    return physio, ankle, others
+
+
+def _ankle_cosines(others: list[Evidence]) -> dict[int, float]:
+    """Small cosines, as in a store whose scale is low: the physio line below ABOUT_COSINE, among the
+    closest; the invoices 0.000 to 0.019, the five farthest outside the closest ABOUT_TOP."""
+    return {1: 0.15, 2: 0.2, 3: 0.18} | {e.note_id: 0.001 * i for i, e in enumerate(others)}
+
+
+def test_an_overview_takes_the_closest_lines_whatever_the_scale_of_the_cosines() -> None:
+    physio, ankle, others = _ankle_saga()
     question = "recap the whole ankle saga for me"
     # Cosines in this store are small: the physio line is below ABOUT_COSINE but among the closest
     # ABOUT_TOP; the five farthest invoices are not.
-    close = {1: 0.15, 2: 0.2, 3: 0.18} | {e.note_id: 0.001 * i for i, e in enumerate(others)}
+    close = _ankle_cosines(others)
     text, cited = digest(question, [physio, *ankle, *others], similar=close)
     assert 1 in cited and "physio at stride" in text
     assert not set(cited) & {e.note_id for e in others[:5]}
@@ -1045,16 +1057,8 @@ def test_a_question_about_a_habit_gets_no_one_day_answer() -> None:
 
 
 def test_a_story_asked_as_a_state_reaches_its_lines_by_vector_too() -> None:
-    from edgemem.recall.preprocess import ABOUT_TOP
-
-    physio = Evidence(1, "physio at stride with seun, mondays n thursdays", "2026-03-09T19:00:00", speaker="Chidi")
-    ankle = [Evidence(2, "sprained my ankle at football", "2026-03-08T19:00:00", speaker="Chidi"),
-             Evidence(3, "ankle is way better", "2026-04-01T19:00:00", speaker="Chidi")]
-    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa " \
-            "quebec romeo sierra tango".split()
-    others = [Evidence(10 + i, f"sent the {w} invoice", "2026-02-01T09:00:00", speaker="Chidi")
-              for i, w in enumerate(words[:ABOUT_TOP + 5])]
-    close = {1: 0.15, 2: 0.2, 3: 0.18} | {e.note_id: 0.001 * i for i, e in enumerate(others)}
+    physio, ankle, others = _ankle_saga()
+    close = _ankle_cosines(others)
     question = "how did the whole ankle saga go, start to finish?"
     text, cited = prepare("state-tracking", question, [physio, *ankle, *others], similar=close).direct
     assert 1 in cited and "physio at stride" in text
