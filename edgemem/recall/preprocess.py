@@ -825,6 +825,11 @@ _OVERVIEW_WORDS = terms(
     "happen coming upcoming next couple soon around tell give catch update updates latest news whole story "
     "order sequence told telling say said know knew known mention mentioned step thru saga"
 )
+# Of those, the words that ask for an account of everything told, which no series of values is.
+_ACCOUNT_WORDS = terms(
+    "rundown overview summary summarise summarize recap everything anything know tell list story saga whole "
+    "happening happened update updates news"
+)
 # "Which books have I finished?", "What instruments does Melanie play?": a question that names the
 # kind of item it wants (a noun between the wh-word and its verb) asks for a list the model writes.
 _ITEM_QUESTION = re.compile(
@@ -1300,8 +1305,13 @@ def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> tuple
     returned: the sequence as an answer, with the notes it comes from."""
     if _COUNTING.search(question):
         return [], None
+    # "What do you know about Noor?", "Give me an overview of my year with the choir": an overview
+    # tracks no one quantity, and the numbers its lines hold (a follower count, a choir fee) are no
+    # sequence it asks for. A series needs a tracked thing the question names and no overview word.
+    if not topic or terms(question) & _ACCOUNT_WORDS:
+        return [], None
     per_note: list[tuple[Evidence, dict[str, str]]] = []
-    for scope in (topic, set()) if topic else (set(),):
+    for scope in (topic, set()):
         # No note names the topic ("my weight" told as "102 kilos"): values with a unit, from any note.
         for e in ordered:
             first: dict[str, str] = {}
@@ -1376,7 +1386,7 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
         half = TIMELINE_MAX // 2
         facts = facts[:half] + facts[-(TIMELINE_MAX - half):]
     # "How many parkruns have I done?" tracks a count, not a state: the distinct events come first.
-    trend, computed = _trend(question, ordered, topic or names)
+    trend, computed = _trend(question, ordered, topic)
     # Counted over every item, not only those about the subject: "How many food bank shifts has Sam
     # done?" must see that the food bank lines are someone else's (they name no Sam).
     counted = _count_facts(question, chronological(evidence), asked_days)
@@ -1387,7 +1397,9 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
     # Otherwise the sequence of what was said about it, in order ("How did the Spanish go?"). The
     # question's dates frame a state ("this year", "since September"); they select nothing here.
     # A superlative ("What's the biggest fish I've caught?") asks for one reading: the model picks it.
-    direct = None if _SUPERLATIVE.search(question) else computed or digest(question, evidence, similar=similar)
+    # Only a question with no subject but its dates ("What's happening in December?") is selected by them.
+    framed = () if names or topic - _OVERVIEW_WORDS else asked_days
+    direct = None if _SUPERLATIVE.search(question) else computed or digest(question, evidence, framed, similar)
     direct = total_answer(question, ordered, asked_days) or direct  # "How many trout in total?": the sum
     direct = none_on_those_days(question, ordered, asked_days) or direct
     unheld = _not_theirs(counted)

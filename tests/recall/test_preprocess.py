@@ -812,6 +812,31 @@ def test_a_state_trend_reads_no_time_of_day_or_money_unless_the_question_asks_fo
         "From 28:10 (1 March 2025) to 27:40 (1 April 2025): 28:10 (1 March 2025) → 27:40 (1 April 2025)")
 
 
+def test_an_overview_asked_as_a_state_gets_the_lines_not_a_series_of_numbers_in_them() -> None:
+    lines = [ev(1, "Noor started at the bakery, 14 hours a week for now", "2025-07-02T10:00:00", "Sami"),
+             ev(2, "Noor cut back to 10 hours because of her exams", "2025-08-12T10:00:00", "Sami"),
+             ev(3, "Noor passed her driving test!", "2025-09-01T10:00:00", "Sami")]
+    overview = timeline("what do you know about Noor?", lines)
+    assert overview.computed is None
+    assert overview.direct == ("What your notes say about Noor, oldest first:\n"
+                               "- 2 July 2025: Noor started at the bakery, 14 hours a week for now\n"
+                               "- 12 August 2025: Noor cut back to 10 hours because of her exams\n"
+                               "- 1 September 2025: Noor passed her driving test!", [1, 2, 3])
+    assert timeline("Give me a rundown of Noor's hours", lines).computed is None
+    # A tracked quantity the question names is still a series.
+    assert timeline("How have Noor's hours changed?", lines).computed[0] == (
+        "From 14 h (2 July 2025) to 10 h (12 August 2025): 14 h (2 July 2025) → 10 h (12 August 2025)")
+
+
+def test_a_state_question_with_only_dates_for_a_subject_is_selected_by_them() -> None:
+    lines = [told(1, "Christmas at Mum's: flying out 23 December", "2025-10-21T10:00:00"),
+             told(2, "work do is on 12 December at the Crown", "2025-11-02T10:00:00"),
+             told(3, "booked the dentist for 3 November", "2025-10-01T10:00:00")]
+    december = [(date(2025, 12, 1), date(2025, 12, 31))]
+    assert timeline("What's happening in December?", lines, asked_days=december).direct[1] == [1, 2]
+    assert timeline("What's happening in December?", lines).direct is None
+
+
 def told(note_id: int, text: str, when: str, speaker: str = "Graciela") -> Evidence:
     """A line as ingestion stores it: annotated, with its resolved dates."""
     said = datetime.fromisoformat(when)
