@@ -62,12 +62,17 @@ HOLIDAYS = {
     "all saints' day": (11, 1), "valentine's day": (2, 14), "valentines day": (2, 14), "st patrick's day": (3, 17),
     "st george's day": (4, 23), "canada day": (7, 1), "fourth of july": (7, 4), "bastille day": (7, 14),
     "bonfire night": (11, 5), "guy fawkes night": (11, 5), "st andrew's day": (11, 30),
+    "valentines": (2, 14), "valentine's": (2, 14), "nye": (12, 31), "nyd": (1, 1), "groundhog day": (2, 2),
+    "juneteenth": (6, 19), "4th of july": (7, 4), "independence day": (7, 4), "veterans day": (11, 11),
+    "veterans' day": (11, 11), "remembrance day": (11, 11), "st david's day": (3, 1), "burns night": (1, 25),
 }
 # Their names as written (a group ``h``): "Xmas", "New Years Eve", "St. Patrick's Day", "all saints'".
 HOLIDAY_PATTERN = (
     r"(?P<h>christmas\s+eve|christmas\s+day|christmas|xmas|boxing\s+day|new\s+year['’]?s\s+(?:eve|day)"
     r"|halloween|all\s+saints['’]?\s+day|valentine['’]?s\s+day|fourth\s+of\s+july|canada\s+day|bastille\s+day"
-    r"|bonfire\s+night|guy\s+fawkes\s+night|st\.?\s+(?:patrick|george|andrew|stephen)['’]?s\s+day)"
+    r"|bonfire\s+night|guy\s+fawkes\s+night|st\.?\s+(?:patrick|george|andrew|stephen|david)['’]?s\s+day"
+    r"|valentine['’]?s(?!\s+(?:card|gift|present|dinner|date|plans?)\b)|nye|nyd|groundhog\s+day|juneteenth"
+    r"|4th\s+of\s+july|independence\s+day|veterans['’]?\s+day|remembrance\s+day|burns\s+night)"
 )
 
 
@@ -93,6 +98,23 @@ def _thanksgiving(year: int) -> date:
     return first + timedelta(days=(3 - first.weekday()) % 7 + 21)  # the fourth Thursday of November
 
 
+def nth_weekday(year: int, month: int, weekday: int, n: int) -> date:
+    """The ``n``-th ``weekday`` (0 = Monday) of a month; ``n`` = -1 is the last."""
+    if n < 0:
+        last = date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)
+        return last - timedelta(days=(last.weekday() - weekday) % 7)
+    first = date(year, month, 1)
+    return first + timedelta(days=(weekday - first.weekday()) % 7 + 7 * (n - 1))
+
+
+def _on(month: int, weekday: int, n: int) -> Callable[[int], date]:
+    return lambda year: nth_weekday(year, month, weekday, n)
+
+
+def _election_day(year: int) -> date:
+    return nth_weekday(year, 11, 0, 1) + timedelta(days=1)  # the Tuesday after the first Monday
+
+
 # Feasts whose day moves with the year, as (first, last) offsets from a year's anchor day: the write
 # path dates "Easter Monday" and "the weekend after Easter" by them.
 MOVABLE_FEASTS: dict[str, tuple[Callable[[int], date], int, int]] = {
@@ -101,17 +123,36 @@ MOVABLE_FEASTS: dict[str, tuple[Callable[[int], date], int, int]] = {
     "holy saturday": (easter_sunday, -1, -1), "easter weekend": (easter_sunday, -1, 0),
     "the weekend after easter": (easter_sunday, 6, 7), "the week after easter": (easter_sunday, 1, 7),
     "thanksgiving": (_thanksgiving, 0, 0), "thanksgiving day": (_thanksgiving, 0, 0),
+    "black friday": (_thanksgiving, 1, 1), "cyber monday": (_thanksgiving, 4, 4),
+    "shrove tuesday": (easter_sunday, -47, -47), "pancake day": (easter_sunday, -47, -47),
+    "mardi gras": (easter_sunday, -47, -47), "ash wednesday": (easter_sunday, -46, -46),
+    "palm sunday": (easter_sunday, -7, -7), "mothering sunday": (easter_sunday, -21, -21),
+    # The national days on a weekday of a month (US, and the UK's bank holidays). "Mother's Day" is
+    # left out: the second Sunday of May in the US, Mothering Sunday in the UK.
+    "memorial day": (_on(5, 0, -1), 0, 0), "memorial day weekend": (_on(5, 0, -1), -2, 0),
+    "labor day": (_on(9, 0, 1), 0, 0), "labor day weekend": (_on(9, 0, 1), -2, 0),
+    "mlk day": (_on(1, 0, 3), 0, 0), "martin luther king day": (_on(1, 0, 3), 0, 0),
+    "martin luther king jr day": (_on(1, 0, 3), 0, 0), "presidents day": (_on(2, 0, 3), 0, 0),
+    "columbus day": (_on(10, 0, 2), 0, 0), "indigenous peoples day": (_on(10, 0, 2), 0, 0),
+    "fathers day": (_on(6, 6, 3), 0, 0), "election day": (_election_day, 0, 0),
+    "early may bank holiday": (_on(5, 0, 1), 0, 0), "may day bank holiday": (_on(5, 0, 1), 0, 0),
+    "spring bank holiday": (_on(5, 0, -1), 0, 0), "august bank holiday": (_on(8, 0, -1), 0, 0),
+    "summer bank holiday": (_on(8, 0, -1), 0, 0),
 }
 # Their names as written (a group ``f``).
 MOVABLE_PATTERN = (
     r"(?P<f>the\s+week(?:end)?\s+after\s+easter|easter\s+(?:sunday|monday|weekend)|easter"
-    r"|good\s+friday|holy\s+saturday|thanksgiving(?:\s+day)?)"
+    r"|good\s+friday|holy\s+saturday|thanksgiving(?:\s+day)?|black\s+friday|cyber\s+monday"
+    r"|shrove\s+tuesday|pancake\s+day|mardi\s+gras|ash\s+wednesday|palm\s+sunday|mothering\s+sunday"
+    r"|(?:memorial|labor)\s+day(?:\s+weekend)?|mlk\s+day|martin\s+luther\s+king(?:\s+jr\.?)?\s+day"
+    r"|presidents['’]?\s+day|columbus\s+day|indigenous\s+peoples['’]?\s+day|father['’]?s['’]?\s+day"
+    r"|election\s+day|(?:early\s+may|may\s+day|spring|august|summer)\s+bank\s+holiday)"
 )
 
 
 def movable_feast(name: str, year: int) -> tuple[date, date]:
     """(first, last) day of a movable feast as MOVABLE_PATTERN matched it, in ``year``."""
-    anchor, first, last = MOVABLE_FEASTS[" ".join(name.lower().split())]
+    anchor, first, last = MOVABLE_FEASTS[" ".join(re.sub(r"['’.]", "", name.lower()).split())]
     day = anchor(year)
     return day + timedelta(days=first), day + timedelta(days=last)
 

@@ -34,13 +34,32 @@ Conventions (where LoCoMo's gold answers show one, it is theirs):
   June, said in mid-July the June just gone; "got married on 20 June" said in January is last June. A
   past form after a present "be" or "get" is a participle, not a past marker ("is getting married",
   "we're booked"); "since June" is always past.
-- A bare "Friday" is resolved only when its sentence has a tense (past: the most recent Friday
-  strictly before the event date; future: the first one strictly after) or, in a sentence without
-  one, after "on": "Dentist on Thursday" said on a Monday is that week's Thursday (nearest, today
-  included, ties ahead). "my Friday class" and "I do yoga on Fridays" are never resolved. A clock
-  time after it in a sentence without a tense makes it an appointment, "on" or not: "dentist
-  Thursday at 10", "dentist on Monday at 8am" are the next such day (today if the time is still
-  ahead).
+- A bare "Friday" in a sentence with a tense is the most recent Friday strictly before the event
+  date (past) or the first one strictly after (future). In a sentence without one: after "on", the
+  nearest ("Dentist on Thursday" said on a Monday is that week's Thursday; today included, ties
+  ahead); with a clock time after it, an appointment, "on" or not ("dentist Thursday at 10",
+  "dentist on Monday at 8am" are the next such day, today if the time is still ahead); written as a
+  plan's item ("bins Monday, boiler service Thursday", "fishing Sunday. had a 5lb trout!"), the
+  nearest with one gone by counting twice as far; alone as a sentence ("WE MOVED. saturday."), by
+  the tense of the sentence before. "my Friday class", "I do yoga on Fridays", "Ben's with me
+  Monday, Tuesday and Friday" and "football tues and thurs" are never resolved. In the sentence of a
+  day a week or more away, a weekday is that day's or one of the six after it ("the game on the
+  21st, staying sat night"). Texted abbreviations count in lowercase ("thurs", "weds", "fri"); "sat",
+  "sun" and "wed" only where a day is introduced ("for sat", "or sat") or a part of the day follows
+  ("sat nite"). Two weekdays joined ("from Monday until Thursday") are one stretch in a sentence with
+  a tense.
+- Typed forms of the fixed days and units count: "2moro", "tmrw", "tonite", "yday", "this morn",
+  "nxt wk", "this wknd", "in 2 wks", "3 yrs ago". A fortnight is two weeks. The British "a week on
+  Friday", "Friday week", "a week today", "the Saturday after next" are a week after the day named.
+- Dates in numbers: "21/06/2027", "on 3/2", "9/30". Day first where both numbers could be the month;
+  a number over 12 decides. Fractions and rates ("1/2 price", "24/7") are no dates; a dotted date
+  ("20.05") needs its year or "on".
+- Holidays on a weekday of a month are placed by it (Memorial Day, Labor Day, MLK Day, Father's Day,
+  the UK's bank holidays, Election Day), and those a fixed distance from Easter (Shrove Tuesday,
+  Mothering Sunday, Palm Sunday). "Mother's Day" is not resolved: the US and the UK keep it on
+  different Sundays. "the end of May" is around 31 May; "the first Monday of next month", "the week
+  of the 26th" (the Monday-to-Sunday week holding it) and "the weekend after" (after the day told
+  before it) are what they say.
 - Ranges are one span: "18 to 22 June", "18-22 June", "from 18 June to 22 June", "June 18–22",
   "between 3 and 5 March", "from the 14th to the 18th"; placed by the rule above, an end before the
   start running into the next year ("30 December to 2 January"). Labelled "18–22 June 2026". A day
@@ -77,11 +96,11 @@ from typing import Callable, Optional
 
 from dateutil.relativedelta import relativedelta
 
-from edgemem.text import HOLIDAY_PATTERN, MOVABLE_PATTERN, holiday_day, movable_feast
+from edgemem.text import HOLIDAY_PATTERN, MOVABLE_PATTERN, holiday_day, movable_feast, nth_weekday
 from edgemem.text import MONTH_NAMES as _MONTH_NAMES
 from edgemem.text import day_label as _day_label
 
-__all__ = ["ResolvedDate", "resolve_dates", "annotate", "parse_when"]
+__all__ = ["ResolvedDate", "resolve_dates", "find_spans", "annotate", "parse_when"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +131,11 @@ class ResolvedDate:
 def resolve_dates(text: str, event_time: datetime) -> list[ResolvedDate]:
     """Every date expression in ``text``, resolved against ``event_time``, in reading order."""
     return [found.date for found in _find(text, event_time)]
+
+
+def find_spans(text: str, event_time: datetime) -> list[tuple[int, int, ResolvedDate]]:
+    """Every date expression as (begin, end, date): where its phrase lies in ``text``."""
+    return [(found.begin, found.end, found.date) for found in _find(text, event_time)]
 
 
 def annotate(text: str, event_time: datetime) -> str:
@@ -232,11 +256,13 @@ _COUNT = (
     + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
     + r")"
 )
-_UNIT = r"(?P<unit>minute|hour|day|night|weekend|week|month|year)s?"
+_UNIT = r"(?P<unit>minute|hour|day|night|weekend|week|month|year|fortnight|wknd|wkend|wk|mnth|mth|yr)s?"
+# Units as people type them: "nxt wk", "this wknd", "in 2 wks", "3 yrs ago"; a fortnight is two weeks.
+_UNIT_SPELLINGS = {"wk": "week", "wknd": "weekend", "wkend": "weekend", "mth": "month", "mnth": "month", "yr": "year"}
 _APPROX = r"(?:(?P<about>about|around|roughly|almost|nearly|over|more\s+than|less\s+than)\s+)?"
 
 _WEEKDAY = (
-    r"(?P<wd>mon(?:day)?|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:r(?:s(?:day)?)?)?|fri(?:day)?"
+    r"(?P<wd>mon(?:day)?|tue(?:s(?:day)?)?|wed(?:s|nesday)?|thu(?:r(?:s(?:day)?)?)?|fri(?:day)?"
     r"|sat(?:urday)?|sun(?:day)?)"
 )
 _WEEKDAY_FULL = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
@@ -266,6 +292,7 @@ _NOT_PAST = {
     "excited", "interested", "tired", "bored", "scared", "worried", "pleased", "stressed",
     "talented", "dedicated", "related", "based", "supposed", "determined", "focused", "motivated",
     "thrilled", "overwhelmed", "pumped", "stoked", "concerned", "involved", "scheduled", "planned",
+    "gutted", "knackered", "shattered", "chuffed", "annoyed", "delighted", "exhausted", "relieved", "terrified",
     # an arrangement made for the date, not the date gone by: "Oslo 19-21 January, flight booked"
     "booked", "confirmed", "arranged", "rebooked", "reserved",
     # taking a note of it: "Noted the new address and the 28 February move"
@@ -284,7 +311,7 @@ _LABEL_AFTER = re.compile(r"\s*[,:!]")
 # party on january 10th, so we moved our flight"): the past of the second clause is not the party's.
 _CLAUSE_END = re.compile(r",\s*(?:so|but|because|cos|cause|though|although|whereas)\b", re.IGNORECASE)
 _FUTURE_MARKERS = re.compile(
-    r"(?:\b(?:will|shall|won['’]t|gonna|can(?!['’]?t\b)|might|wanna|(?<!\bwas\s)(?<!\bwere\s)going\s+to|about\s+to|"
+    r"(?:\b(?:will|shall|won['’]t|gonna|theyll|youll|itll|thatll|wont|can(?!['’]?t\b)|might|wanna|(?<!\bwas\s)(?<!\bwere\s)going\s+to|about\s+to|"
     r"plan(?:s|ning)?\s+(?:to|on)|hop(?:e|es|ing)\s+to|wants?\s+(?:to|a|an|me|us|him|her|them)|"
     r"can['’]?t\s+wait|cannot\s+wait|"
     r"looking\s+forward|excited\s+(?:to|for)|tomorrow|next|upcoming|soon|scheduled|planned|"
@@ -392,6 +419,37 @@ def _weekday_ok(word: str) -> bool:
     return word.lower() in _WEEKDAY_FULL or word[0].isupper()
 
 
+# The abbreviations that are also words ("we sat", "the sun", "to wed"); the others ("mon", "thurs",
+# "fri") are a weekday however they are typed.
+_WORDLIKE_WEEKDAYS = {"sat", "sun", "wed"}
+# Where a lowercase "sat" or "sun" is a day: after a word that introduces one ("booked for sat", "or sat
+# if ur busy", "nxt sun") or before a part of the day or a time ("sat nite", "sun 10am").
+_DAY_WORD_BEFORE = re.compile(r"(?:\b(?:on|for|by|till|til|until|from|to|thru|through|and|or)|[&,/(])\s*$",
+                              re.IGNORECASE)
+_DAY_PART_AFTER = re.compile(r"\s*(?:nite|night|morning|morn|am\b|pm\b|eve\b|evening|afternoon|arvo|lunch|brunch|"
+                             r"\d{1,2}(?::\d\d)?\s*(?:am|pm)|at\s+\d)", re.IGNORECASE)
+_NOT_DAY_AFTER = re.compile(r"\s+(?:down|up|around|about|there|here|with|in|on|by|next|back|outside|beside|behind|"
+                            r"shining|shone|was|is|cream|hat|bed|tan|set|rise|light|glasses)\b", re.IGNORECASE)
+
+
+def _typed_weekday_ok(m: re.Match, ctx: _Context) -> bool:
+    """A weekday abbreviation in lowercase, as people text ("dentist thurs at 3", "can u do school run
+    weds & fri", "party at jess's sat nite"): the unambiguous ones always; "sat", "sun", "wed" and
+    "mon" only where a day is introduced or a part of the day follows, and never after a subject or an
+    article ("we sat", "the sun") nor inside a word with an apostrophe ("c'mon")."""
+    word = m.group("wd")
+    if _weekday_ok(word):
+        return True
+    at = m.start("wd")
+    if at > 0 and ctx.text[at - 1] in "'’":
+        return False
+    if word.lower() not in _WORDLIKE_WEEKDAYS:
+        return True
+    if _NOT_A_DAY_BEFORE.search(ctx.text, 0, at) or _NOT_DAY_AFTER.match(ctx.text, m.end("wd")):
+        return False
+    return bool(_DAY_WORD_BEFORE.search(ctx.text, 0, at) or _DAY_PART_AFTER.match(ctx.text, m.end("wd")))
+
+
 _NOT_A_DAY_BEFORE = re.compile(r"\b(?:i|we|you|they|he|she|it|who|the|a|an)\s+$", re.IGNORECASE)
 
 
@@ -401,6 +459,18 @@ def _numbered_weekday_ok(m: re.Match, ctx: _Context) -> bool:
     sat 12th in the league", "the sun 3rd"); the weekday must still fit the day."""
     word = m.group("wd")
     return _weekday_ok(word) or not _NOT_A_DAY_BEFORE.search(ctx.text, 0, m.start("wd"))
+
+
+def _unit(m: re.Match) -> str:
+    word = m.group("unit").lower()
+    return _UNIT_SPELLINGS.get(word, word)
+
+
+def _counted(m: re.Match) -> tuple[int, bool, str]:
+    """(count, approximate, unit) of "N <unit>": "a fortnight" is two weeks."""
+    count, approximate = _count(m.group("count"))
+    unit = _unit(m)
+    return (count * 2, approximate, "week") if unit == "fortnight" else (count, approximate, unit)
 
 
 def _count(word: str) -> tuple[int, bool]:
@@ -579,12 +649,41 @@ _FIXED_DAYS = {
     "this morning": 0, "this afternoon": 0, "this evening": 0, "tomorrow": 1,
     "the day after tomorrow": 2,
 }
+# How people type them in a chat ("dentist 2moro", "tonite was fun", "interview went ok yday"), and
+# the English of a speaker of another language ("after tomorrow I go to the doctor").
+_FIXED_SPELLINGS = {
+    "tomorrow": "tmrw, tmrow, tmoro, tmr, tmw, 2moro, 2morro, 2morrow, 2mrw, tomoz, tomoro, tomorow, tommorow, tommorrow",
+    "today": "2day, tdy",
+    "tonight": "tonite, 2nite, 2night, tnite",
+    "yesterday": "yday, yest, ystday, yesterdy",
+    "this morning": "this morn",
+    "this afternoon": "this arvo, this aft",
+    "last night": "last nite",
+}
+_FIXED_ALIASES = {alias: canon for canon, aliases in _FIXED_SPELLINGS.items() for alias in aliases.split(", ")}
+_TOMORROW_WORDS = "tomorrow|" + "|".join(a for a, c in _FIXED_ALIASES.items() if c == "tomorrow")
+_YESTERDAY_WORDS = "yesterday|" + "|".join(a for a, c in _FIXED_ALIASES.items() if c == "yesterday")
+_FIXED_PATTERN = (
+    rf"(?:the\s+)?day\s+before\s+(?:{_YESTERDAY_WORDS})|(?:the\s+)?day\s+after\s+(?:{_TOMORROW_WORDS})"
+    r"|after\s+tomorrow(?=\s+(?:i|we|he|she|they|you|my|our)\b)"
+    r"|yesterday|last\s+night|today|tonight|this\s+(?:morning|afternoon|evening)|tomorrow|"
+    + "|".join(sorted((re.escape(a).replace("\\ ", r"\s+") for a in _FIXED_ALIASES), key=len, reverse=True))
+)
+
+
+def _fixed_name(phrase: str) -> str:
+    """The canonical name of a fixed day however it is typed: "day after tmrw" -> "the day after tomorrow"."""
+    written = " ".join(phrase.lower().split())
+    key = _FIXED_ALIASES.get(written) or " ".join(_FIXED_ALIASES.get(w, w) for w in written.split())
+    if key.startswith("day "):
+        key = "the " + key
+    return "the day after tomorrow" if key == "after tomorrow" else key
 
 
 def _fixed_day(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
-    if _titled(m, ctx):
+    if _titled(m, ctx) and _fixed_name(m.group("p")) != "the day after tomorrow":
         return None  # "finished Tomorrow, and Tomorrow, and Tomorrow": a title, not a day
-    day = ctx.day + timedelta(days=_FIXED_DAYS[" ".join(m.group("p").lower().split())])
+    day = ctx.day + timedelta(days=_FIXED_DAYS[_fixed_name(m.group("p"))])
     return _make(m, day, day, "day")
 
 
@@ -609,8 +708,8 @@ def _vague(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
 
 
 def _relative_unit(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
-    rel = " ".join(m.group("rel").lower().split())
-    unit = m.group("unit").lower()
+    rel = " ".join(m.group("rel").lower().split()).replace("nxt", "next")
+    unit = _unit(m)
     if rel in ("last", "next", "this") and _preceded_by_the(m, ctx):
         return None
     if rel in ("this past", "the past") and unit != "weekend":
@@ -625,7 +724,7 @@ def _relative_unit(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
 
 
 def _before_after(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
-    unit = m.group("unit").lower()
+    unit = _unit(m)
     offset = -2 if m.group("dir").lower().startswith("before") else 2
     return _make(m, *_unit_span(unit, ctx, offset))
 
@@ -633,12 +732,12 @@ def _before_after(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
 def _unit_before(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     # A standalone "the week before" is usually relative to the event time, but may be relative to
     # another event in the conversation: resolve it, flagged approximate.
-    return _make(m, *_unit_span(m.group("unit").lower(), ctx, -1), approximate=True)
+    return _make(m, *_unit_span(_unit(m), ctx, -1), approximate=True)
 
 
 def _ago(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
-    count, approximate = _count(m.group("count"))
-    span = _unit_span(m.group("unit").lower(), ctx, -count)
+    count, approximate, unit = _counted(m)
+    span = _unit_span(unit, ctx, -count)
     return _make(m, *span, approximate or bool(m.group("about")))
 
 
@@ -654,10 +753,9 @@ def _ahead(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
         left = max((e.end() for e in _TENSE_END.finditer(ctx.text, 0, m.start())), default=0)
         if _NOT_SINCE.search(ctx.text, left, m.start()):
             return None  # "haven't been back in 4 years", "the first time in ten years"
-    count, approximate = _count(m.group("count"))
-    unit = m.group("unit").lower()
+    count, approximate, unit = _counted(m)
     base = (m.groupdict().get("base") or "").lower()
-    if base == "tomorrow":  # "three weeks from tomorrow": counted from the day after the event date
+    if base == "tomorrow" or base in _TOMORROW_WORDS.split("|"):  # "three weeks from tomorrow": counted from the day after the event date
         ctx = replace(ctx, day=ctx.day + timedelta(days=1))
     if unit == "week":  # "in 3 weeks": the day three weeks on, not the calendar week around it
         day = ctx.day + timedelta(weeks=count)
@@ -665,6 +763,25 @@ def _ahead(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     else:
         span = _unit_span(unit, ctx, count)
     return _make(m, *span, approximate or bool(m.group("about")))
+
+
+def _week_on(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    """The British "a week on Friday", "a fortnight on Saturday", "a week today", "a week tomorrow",
+    "Friday week" and "the Saturday after next": a week (or a fortnight) after the coming such day."""
+    groups = m.groupdict()
+    if groups.get("wd") and not _typed_weekday_ok(m, ctx):
+        return None
+    if groups.get("count"):
+        count, _, _ = _counted(m)
+    else:
+        count = 1
+    base = (groups.get("base") or "").lower()
+    if groups.get("wd"):
+        start = _weekday_after(ctx.day, _weekday_index(m))
+    else:
+        start = ctx.day + timedelta(days=1 if base in _TOMORROW_WORDS.split("|") else 0)
+    day = start + timedelta(weeks=count)
+    return _make(m, day, day, "day")
 
 
 def _from_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
@@ -723,7 +840,7 @@ def _relative_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     # weekday written the way people text, capitalised or not ("the last sun of summer" is not one).
     if _preceded_by_the(m, ctx):
         return None
-    rel = " ".join(m.group("rel").lower().split())
+    rel = " ".join(m.group("rel").lower().split()).replace("nxt", "next")
     weekday = _weekday_index(m)
     if rel in ("last", "this past"):
         day = _weekday_before(ctx.day, weekday)
@@ -778,10 +895,75 @@ def _appointment(m: re.Match, ctx: _Context) -> Optional[date]:
     return _weekday_after(ctx.day, weekday, inclusive=later_today)
 
 
+# Before a weekday that names no one day: "my Friday class", "every Monday", "a Sunday roast".
+_OWNED_BEFORE = re.compile(r"\b(?:my|our|your|his|her|their|its|every|each|a|an|the|one|any|some|that|on\s+a)\s+$",
+                           re.IGNORECASE)
+# After a weekday written alone in a plan: the end of the item, or what says more of the same day.
+_ITEM_END = re.compile(
+    r"\s*(?:[.,;:!?)\]]|$|[\u2600-\u27bf\U0001f300-\U0001faff])|\s*(?:&|\+)|\s+(?:and|or|then|to|till|until|for|"
+    r"before|after|so|but|if|instead|too|as|when|morning|morn|afternoon|evening|eve|night|nite|lunchtime|"
+    r"lunch|brunch|first\s+thing|pls|please|ok|okay|tho|then|u|you|i|we)\b",
+    re.IGNORECASE,
+)
+
+
+# Weekdays named together ("Monday, Tuesday, Thursday and Friday", "mon-fri", "tues and thurs"), or a
+# weekday beside a day of the month ("on the 16th, Tuesday"): a set of days, a range or an apposition.
+_BESIDE = re.compile(
+    r"(?:\b(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*|\b\d{1,2}(?:st|nd|rd|th)|\b(?:the\s+)\d{1,2})\s*[,&+/–-]?\s*"
+    r"(?:and|to|till|until|thru|through)?\s*$",
+    re.IGNORECASE)
+_BESIDE_AFTER = re.compile(
+    r"\s*[,&+/–-]?\s*(?:and|to|till|until|thru|through)?\s*(?:(?:the\s+)?\d|(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\b)",
+    re.IGNORECASE)
+# A sentence that speaks of what recurs: "Ben's at college Wednesdays", "every Friday", "days only".
+_RECURS = re.compile(r"\b(?:every|each|usually|always|normally|weekly|(?:mon|tues|wednes|thurs|fri|satur|sun)days|"
+                     r"weekdays|weeknights|weekends|school\s+nights|only)\b", re.IGNORECASE)
+
+
+def _listed_day(m: re.Match, ctx: _Context) -> bool:
+    """A weekday with no "on", no tense and no clock time is a plan's day when it is written as one:
+    not owned or counted ("my Friday class", "every Monday"), ending its item or followed by what goes
+    with a day ("bins Monday, ...", "back sun nite", "dinner at mine fri? or sat"), and neither one of
+    several weekdays or days named together nor in a sentence about what recurs."""
+    if _OWNED_BEFORE.search(ctx.text, 0, m.start("p")) or _ITEM_END.match(ctx.text, m.end("p")) is None:
+        return False
+    return _alone(m, ctx)
+
+
+def _alone(m: re.Match, ctx: _Context) -> bool:
+    """Neither one of several weekdays or days named together, nor the day a plan moved from, nor in a
+    sentence about what recurs."""
+    if re.search(r"\bfrom\s+$", ctx.text[max(0, m.start("p") - 8): m.start("p")], re.IGNORECASE) \
+            and re.match(r"\s+(?:to|till|until)\b", ctx.text[m.end("p"):]):
+        return False  # "moved from tue to thu 9th": the day it was, relative to the plan
+    if _BESIDE.search(ctx.text, max(0, m.start("p") - 16), m.start("p")) or _BESIDE_AFTER.match(ctx.text, m.end("p")):
+        return False
+    left = max((e.end() for e in _SENTENCE_END.finditer(ctx.text, 0, m.start("p"))), default=0)
+    right = _SENTENCE_END.search(ctx.text, m.end("p"))
+    return _RECURS.search(ctx.text, left, right.start() if right else len(ctx.text)) is None
+
+
+def _fragment_tense(m: re.Match, ctx: _Context) -> Optional[str]:
+    """The tense of the sentence before a weekday written as a sentence of its own ("WE MOVED.
+    saturday. Villeurbanne is home now."), else None."""
+    left = max((e.end() for e in _SENTENCE_END.finditer(ctx.text, 0, m.start("p"))), default=0)
+    right = _SENTENCE_END.search(ctx.text, m.end("p"))
+    rest = ctx.text[left: m.start("p")] + ctx.text[m.end("p"): right.start() if right else len(ctx.text)]
+    if left == 0 or re.search(r"\w", rest):
+        return None
+    return _tense(ctx, left - 1, left - 1)
+
+
 def _bare_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     abbreviated = m.group("wd").lower() not in _WEEKDAY_FULL
-    if not _weekday_ok(m.group("wd")) or (abbreviated and not m.group("on")):
-        return None  # a lone "Sun" or "Wed" is too often something else
+    if not _typed_weekday_ok(m, ctx):
+        return None
+    if abbreviated and m.group("wd")[0].isupper() and m.group("wd").lower() in _WORDLIKE_WEEKDAYS \
+            and not m.group("on") and not _DAY_PART_AFTER.match(ctx.text, m.end("wd")):
+        return None  # a lone "Sun" or "Wed" is too often something else (the Sun, a name)
+    if not m.group("on") and (abbreviated or not _weekday_ok(m.group("wd"))) and not _alone(m, ctx):
+        return None  # "nights wed thurs fri", "football tues and thurs": a set of days
     if _HABITUAL_PART.match(ctx.text, m.end("p")):
         return None  # "pottery on Tuesday evenings", "no meetings on Friday afternoons": every week
     tense = _tense(ctx, m.start(), m.end())
@@ -791,13 +973,54 @@ def _bare_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
         if booked is not None:
             return _make(m, booked, booked, "day")
         if not m.group("on"):
-            return None  # "my Friday class": no way to tell which Friday
+            if not _listed_day(m, ctx):
+                return None  # "my Friday class": no way to tell which Friday
+            told = _fragment_tense(m, ctx)
+            if told is not None:  # "WE MOVED. saturday.": the sentence before says when
+                day = _weekday_before(ctx.day, weekday) if told == "past" else _weekday_after(ctx.day, weekday)
+                return _make(m, day, day, "day")
+            # "bins Monday, boiler service Thursday", "fishing Sunday. had a 5lb trout!": the nearest
+            # such day, one gone by counting twice as far (a plan is written like this more often).
+            days = [ctx.day + timedelta(days=k) for k in range(-6, 7)]
+            day = min((d for d in days if d.weekday() == weekday),
+                      key=lambda d: ((d - ctx.day).days if d > ctx.day else 2 * (ctx.day - d).days, -d.toordinal()))
+            return _make(m, day, day, "day")
         # "Dentist on Thursday": not past, so the nearest Thursday (today included), ties ahead.
         days = [ctx.day + timedelta(days=k) for k in range(-7, 8)]
         day = _choose([(d, d) for d in days if d.weekday() == weekday], ctx, None)[0]
     else:
         day = _weekday_before(ctx.day, weekday) if tense == "past" else _weekday_after(ctx.day, weekday)
     return _make(m, day, day, "day")
+
+
+_SHIFTED_FROM = re.compile(r"\b(?:moved|pushed|changed|switched|swapped|rescheduled|postponed|shifted|brought)\b[^.!?]*$",
+                           re.IGNORECASE)
+
+
+def _weekday_range(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    """"I was in hospital from Monday until Thursday", "I'll be away Friday to Sunday": the days from
+    the first weekday (placed by the sentence's tense, as a bare weekday) to the next such last one.
+    Without a tense, or in a sentence about what recurs ("days only, mon-fri"), no days."""
+    first_ok = _weekday_ok(m.group("wd")) or m.group("wd").lower() not in _WORDLIKE_WEEKDAYS
+    last_ok = _weekday_ok(m.group("wd2")) or m.group("wd2").lower() not in _WORDLIKE_WEEKDAYS
+    if not (first_ok and last_ok):
+        return None
+    if _SHIFTED_FROM.search(ctx.text, max(0, m.start() - 40), m.start("p")):
+        return None  # "the panel got moved from tue to thu": two days, not a stretch
+    left = max((e.end() for e in _SENTENCE_END.finditer(ctx.text, 0, m.start("p"))), default=0)
+    right = _SENTENCE_END.search(ctx.text, m.end("p"))
+    if _RECURS.search(ctx.text, left, right.start() if right else len(ctx.text)):
+        return None
+    tense = _tense(ctx, m.start(), m.end())
+    if tense is None:
+        return None
+    weekday = _weekday_index(m)
+    start = _weekday_before(ctx.day, weekday) if tense == "past" else _weekday_after(ctx.day, weekday)
+    last = _WEEKDAY_INDEX[m.group("wd2").lower()[:3]]
+    end = start + timedelta(days=(last - weekday) % 7)
+    if tense == "past" and end > ctx.day:
+        start, end = start - timedelta(days=7), end - timedelta(days=7)
+    return ResolvedDate(m.group("p"), start, end, "day", False, explicit_range=True)
 
 
 def _the_weekend(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
@@ -828,6 +1051,44 @@ def _day_month(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     if chosen is None:
         return None  # 31 June is no day in any year
     return _make(m, *chosen, "day")
+
+
+# Written in numbers: "21/06/2027", "paid on 3/2", "lease is up 9/30", "20.05.2026". Day first where
+# both numbers could be the month (most of the English-speaking world writes it so); a number over 12
+# decides ("9/30" is 30 September). Not a fraction, a rate or a score ("1/2 price", "24/7", "8/10").
+_FRACTIONS = {(1, 2), (1, 3), (2, 3), (1, 4), (3, 4), (24, 7), (50, 50)}
+_NUMERIC_CONTEXT = re.compile(r"\b(?:on|by|from|until|till|til|due|before|after|since)\s+$", re.IGNORECASE)
+_NOT_A_DATE_BEFORE = re.compile(r"(?:\b(?:out\s+of|rated|rate|score[ds]?|scored|ratio|odds|[0-9]+\s*x)\s*|[$£€¥#]\s*)$",
+                                re.IGNORECASE)
+
+
+def _numeric_date(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    a, b = int(m.group("a")), int(m.group("b"))
+    year_text = m.group("y")
+    before = ctx.text[max(0, m.start("p") - 16): m.start("p")]
+    if _NOT_A_DATE_BEFORE.search(before):
+        return None
+    if year_text is None and (a, b) in _FRACTIONS and not _NUMERIC_CONTEXT.search(before):
+        return None  # "1/2 the price": only after "on", "by", "until" ... a date
+    if year_text is None and m.group("sep") == "." and not re.search(r"\bon\s+$", before, re.IGNORECASE):
+        return None  # "1.8m", "at 20.05", "version 3.5": a dotted date needs its year or "on"
+    if a > 12 and b <= 12:
+        day_number, month = a, b
+    elif b > 12 and a <= 12:
+        day_number, month = b, a
+    elif a <= 12 and b <= 12:
+        day_number, month = a, b
+    else:
+        return None
+    if year_text is not None:
+        year = int(year_text) + (2000 if len(year_text) == 2 else 0)
+        try:
+            day = date(year, month, day_number)
+        except ValueError:
+            return None
+        return _make(m, day, day, "day")
+    chosen = _choose(_yearly(month, day_number, ctx), ctx, _reading(m, ctx))
+    return None if chosen is None else _make(m, *chosen, "day")
 
 
 # Holidays on a fixed day of the year, placed like a date without a year ("at Christmas" said in
@@ -861,8 +1122,9 @@ def _holiday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
 def _movable(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     """"Easter Monday", "the weekend after Easter", "over Thanksgiving": the feast's day (or days) in
     the years around the event date, the tense choosing among them as for a fixed holiday."""
-    if _preceded_by_the(m, ctx) or _habitual(m, ctx):
-        return None  # "the Easter holidays", "Easter is always at Gran's"
+    named = re.search(r"(?:bank\s+holiday|day\s+weekend)$", m.group("f"), re.IGNORECASE) is not None
+    if (_preceded_by_the(m, ctx) and not named) or _habitual(m, ctx):
+        return None  # "the Easter holidays", "Easter is always at Gran's"; not "the spring bank holiday"
     spans = [movable_feast(m.group("f"), year) for year in _years_around(ctx)]
     chosen = _choose(spans, ctx, _reading(m, ctx))
     if chosen is None:
@@ -871,6 +1133,35 @@ def _movable(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
 
 
 _NTH = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "last": -1}
+
+
+def _nth_weekday_of_month(day_in: date, nth: int, weekday: int) -> Optional[date]:
+    day = nth_weekday(day_in.year, day_in.month, weekday, nth)
+    return day if day.month == day_in.month else None  # no fifth Monday this month
+
+
+def _nth_weekday_relative(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    """"the first Monday of next month", "the last Friday of this month": that weekday of the month
+    counted from the event's."""
+    offset = {"this": 0, "next": 1, "last": -1}[m.group("rel").lower()]
+    day = _nth_weekday_of_month(ctx.day + relativedelta(months=offset), _NTH[m.group("nth").lower()], _weekday_index(m))
+    return None if day is None else _make(m, day, day, "day")
+
+
+def _month_end(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    """"the end of the month", "by the end of next month", "the last day of May": the month's last day
+    (around it for "the end of": "moving to Cork at the end of July" names no day)."""
+    vague = not re.search(r"last\s+day", m.group("p"), re.IGNORECASE)
+    if m.group("m"):
+        if not _month_ok(m.group("m")):
+            return None
+        month = _month_number(m.group("m"))
+        spans = [(date(y, month, 1) + relativedelta(months=1) - timedelta(days=1),) * 2 for y in _years_around(ctx)]
+        chosen = _choose(spans, ctx, _reading(m, ctx))
+        return None if chosen is None else _make(m, *chosen, "day", vague)
+    offset = {"the": 0, "this": 0, "next": 1, "last": -1}[m.group("rel").lower()]
+    last = (ctx.day + relativedelta(months=offset)).replace(day=1) + relativedelta(months=1) - timedelta(days=1)
+    return _make(m, last, last, "day", vague)
 
 
 def _nth_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
@@ -882,13 +1173,8 @@ def _nth_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     years = [int(m.group("y"))] if m.group("y") else _years_around(ctx)
     spans = []
     for year in years:
-        first = date(year, month, 1)
-        if nth > 0:
-            day = first + timedelta(days=(weekday - first.weekday()) % 7 + 7 * (nth - 1))
-        else:
-            last = first + relativedelta(months=1) - timedelta(days=1)
-            day = last - timedelta(days=(last.weekday() - weekday) % 7)
-        if day.month == month:
+        day = _nth_weekday_of_month(date(year, month, 1), nth, weekday)
+        if day is not None:
             spans.append((day, day))
     chosen = _choose(spans, ctx, _reading(m, ctx)) if not m.group("y") else (spans[0] if spans else None)
     if chosen is None:
@@ -1043,7 +1329,7 @@ def _rule(pattern: str, handler: _Rule) -> tuple[re.Pattern, _Rule]:
 
 
 _REL = (
-    r"(?P<rel>last|this\s+past|the\s+past|this\s+coming|the\s+coming|coming|next"
+    r"(?P<rel>last|this\s+past|the\s+past|this\s+coming|the\s+coming|coming|next|nxt"
     r"|(?:earlier\s+|later\s+)?this)"
 )
 # Followed by nothing that could be its object: "the week before." but not "the week before my exam".
@@ -1063,15 +1349,11 @@ _AFTER_ORDINAL = (
 )
 
 _RULES: list[tuple[re.Pattern, _Rule]] = [
-    _rule(
-        r"\b(?P<p>the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow|yesterday|last\s+night"
-        r"|today|tonight|this\s+(?:morning|afternoon|evening)|tomorrow)\b",
-        _fixed_day,
-    ),
+    _rule(rf"\b(?P<p>{_FIXED_PATTERN})\b", _fixed_day),
     _rule(r"\b(?P<p>recently|lately|not\s+(?:so\s+|that\s+)?long\s+ago|the\s+other\s+day)\b", _vague),
-    _rule(rf"\b(?P<p>{_REL}\s+(?P<unit>weekend|week|month|year))\b", _relative_unit),
+    _rule(rf"\b(?P<p>{_REL}\s+(?P<unit>weekend|week|month|year|wknd|wkend|wk|mnth|mth|yr))\b", _relative_unit),
     _rule(
-        r"\b(?P<p>the\s+(?P<unit>weekend|week|month|year)\s+(?P<dir>before\s+last|after\s+next))\b",
+        r"\b(?P<p>the\s+(?P<unit>weekend|week|month|year|wknd|wk)\s+(?P<dir>before\s+last|after\s+next))\b",
         _before_after,
     ),
     _rule(rf"\b(?P<p>the\s+(?P<unit>weekend|week|month|year)\s+before){_STANDALONE}", _unit_before),
@@ -1082,13 +1364,21 @@ _RULES: list[tuple[re.Pattern, _Rule]] = [
         _rolling,
     ),
     _rule(rf"\b(?P<p>in\s+{_APPROX}{_COUNT}\s+{_UNIT})\b", _ahead),
-    _rule(rf"\b(?P<p>{_APPROX}{_COUNT}\s+{_UNIT}\s+from\s+(?P<base>now|today|tonight|tomorrow))\b", _ahead),
+    _rule(rf"\b(?P<p>{_APPROX}{_COUNT}\s+{_UNIT}\s+from\s+(?P<base>now|today|tonight|{_TOMORROW_WORDS}))\b", _ahead),
     _rule(
-        rf"\b(?P<p>(?P<rel>last|this\s+past|this\s+coming|coming|next|this)\s+{_WEEKDAY})(?!\w)",
+        rf"\b(?P<p>(?P<rel>last|this\s+past|this\s+coming|coming|next|nxt|this)\s+{_WEEKDAY})(?!\w)",
         _relative_weekday,
     ),
     _rule(rf"\b(?:(?P<on>on)\s+)?(?P<p>{_WEEKDAY})(?!\w)", _bare_weekday),
-    _rule(r"\b(?:over|on|at|during)\s+(?P<p>the\s+weekend)\b", _the_weekend),
+    _rule(r"\b(?:over|on|at|during|in)\s+(?P<p>the\s+weekend)\b", _the_weekend),
+    _rule(rf"\b(?:from\s+)?(?P<p>{_WEEKDAY}\s*(?:[-–]|\s(?:to|till|until|thru|through)\s)\s*"
+          r"(?P<wd2>mon(?:day)?|tue(?:s(?:day)?)?|wed(?:s|nesday)?|thu(?:r(?:s(?:day)?)?)?|fri(?:day)?|sat(?:urday)?|sun(?:day)?))"
+          r"(?!\w)(?!,?\s*(?:the\s+)?\d)",
+          _weekday_range),
+    _rule(rf"\b(?P<p>{_COUNT}\s+(?P<unit>week|wk|fortnight)s?\s+(?:on\s+{_WEEKDAY}|(?P<base>today|{_TOMORROW_WORDS})))(?!\w)",
+          _week_on),
+    _rule(rf"\b(?P<p>{_WEEKDAY}\s+week)\b(?!\s*(?:end|day|night|s)\b)", _week_on),
+    _rule(rf"\b(?P<p>the\s+{_WEEKDAY}\s+after\s+next)\b", _week_on),
     _rule(
         rf"{_RANGE_LEAD}\b(?P<p>(?:the\s+)?{_D1}(?:(?:\s+of)?\s+{_M1}(?:,?\s+{_Y1})?)?{_RANGE_SEP}"
         rf"(?:the\s+)?{_D2}(?:\s+of)?\s+{_M2}(?:,?\s+{_Y2})?)(?!\w)",
@@ -1121,9 +1411,15 @@ _RULES: list[tuple[re.Pattern, _Rule]] = [
     _rule(rf"\b(?P<p>(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR})\b", _full_date),
     _rule(rf"\b(?P<p>{_MONTH}\s+{_DAY},?\s+{_YEAR})\b", _full_date),
     _rule(r"\b(?P<p>(?P<y>(?:19|20)\d\d)-(?P<m>\d\d)-(?P<d>\d\d))\b", _full_date),
+    _rule(r"(?<![\d/.:,-])(?P<p>(?P<a>\d{1,2})(?P<sep>[/.])(?P<b>\d{1,2})(?:(?P=sep)(?P<y>(?:19|20)\d\d|\d\d))?)"
+          r"(?![\d/:]|[.,]\d|\s*%|\s*(?:of|th|ths|rds|mg|ml|kg|km|pm|am|h|hrs?|mins?)\b)", _numeric_date),
     _rule(rf"\b(?P<p>{_WEEKDAY},?\s+(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH})(?!\w)", _weekday_date),
     _rule(rf"\b(?P<p>{_WEEKDAY},?\s+{_MONTH}\s+{_DAY})\b(?![:.,]?\d)", _weekday_date),
     _rule(rf"\b(?P<p>{_WEEKDAY},?\s+(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th))(?!\w)", _weekday_ordinal),
+    _rule(rf"\b(?P<p>(?:the\s+)?(?P<nth>first|1st|second|2nd|third|3rd|fourth|4th|last)\s+{_WEEKDAY}\s+(?:of|in)\s+"
+          r"(?P<rel>this|next|last)\s+month)\b", _nth_weekday_relative),
+    _rule(r"\b(?P<p>(?:the\s+)?(?:end|last\s+day)\s+of\s+(?:(?P<rel>the|this|next|last)\s+month|"
+          rf"{_MONTH}))(?!\w)", _month_end),
     _rule(rf"\b(?P<p>(?:the\s+)?(?P<nth>first|1st|second|2nd|third|3rd|fourth|4th|last)\s+{_WEEKDAY}\s+(?:of|in)\s+"
           rf"{_MONTH}(?:,?\s+{_YEAR})?)(?!\w)", _nth_weekday),
     _rule(rf"\b(?P<p>(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH})(?!\w)", _day_month),
@@ -1173,6 +1469,9 @@ def _find(text: str, event_time: datetime) -> list[_Found]:
             elif handler is _bare_weekday:
                 weekdays.add(begin)
     taken.sort(key=lambda t: t.begin)
+    for i, found in enumerate(taken):
+        if found.begin in weekdays and i > 0:
+            taken[i] = _day_after_dated(taken[i - 1], found, ctx)
     for i, found in enumerate(taken[:-1]):
         after = taken[i + 1]
         if found.begin in weekdays and _NAMED_AS.fullmatch(text, found.end, after.begin) \
@@ -1189,7 +1488,50 @@ def _find(text: str, event_time: datetime) -> list[_Found]:
             taken[i] = _month_from(taken[i - 1], found, ctx, placed=taken[i - 1].begin in months)
             if taken[i] is not found:  # "on the 23rd, back the 27th": the next day alone takes this month
                 months.add(found.begin)
-    return _relative_weekdays(taken, ctx)
+    return _after_told(_weeks_of(_relative_weekdays(taken, ctx), ctx), ctx)
+
+
+# "the week of the 26th", "the week commencing 12 April", "w/c 3 March": the Monday-to-Sunday week
+# holding the day.
+_WEEK_OF = re.compile(r"(?:\bthe\s+)?(?:\bweek\s+(?:of|commencing|beginning|starting)|\bw/c)\s+$", re.IGNORECASE)
+
+
+def _weeks_of(taken: list[_Found], ctx: _Context) -> list[_Found]:
+    out = []
+    for found in taken:
+        lead = _WEEK_OF.search(ctx.text, max(0, found.begin - 32), found.begin)
+        if lead is not None and found.date.start == found.date.end:
+            monday = found.date.start - timedelta(days=found.date.start.weekday())
+            phrase = ctx.text[lead.start(): found.end]
+            found = replace(found, begin=lead.start(), date=ResolvedDate(
+                phrase, monday, monday + timedelta(days=6), "week", found.date.approximate))
+        out.append(found)
+    return out
+
+
+# "the sofa came on Thursday 13th, and Dad visited the weekend after", "essay due Friday, reading week is
+# the week after": the week (or weekend) after the day told just before, in the same message.
+_UNIT_AFTER = re.compile(rf"\b(?P<p>the\s+(?P<unit>weekend|wknd|week|wk)\s+after){_STANDALONE}", re.IGNORECASE)
+
+
+def _after_told(taken: list[_Found], ctx: _Context) -> list[_Found]:
+    added = []
+    for m in _UNIT_AFTER.finditer(ctx.text):
+        if any(t.begin < m.end() and m.start("p") < t.stop for t in taken):
+            continue
+        before = [t for t in taken if t.end <= m.start("p")]
+        if not before:
+            continue
+        told = before[-1].date.end
+        unit = _UNIT_SPELLINGS.get(m.group("unit").lower(), m.group("unit").lower())
+        if unit == "weekend":
+            saturday = told + timedelta(days=(5 - told.weekday()) % 7 or 7)
+            start, end, granularity = saturday, saturday + timedelta(days=1), "day"
+        else:
+            start = told - timedelta(days=told.weekday()) + timedelta(days=7)
+            end, granularity = start + timedelta(days=6), "week"
+        added.append(_Found(m.start("p"), m.end("p"), m.end("p"), ResolvedDate(m.group("p"), start, end, granularity, False)))
+    return sorted(taken + added, key=lambda t: t.begin)
 
 
 _RELATIVE_WEEKDAY = re.compile(
@@ -1248,6 +1590,23 @@ def _inside(before: _Found, found: _Found, ctx: _Context) -> _Found:
 
 _NAMED_AS = re.compile(r"\s+(?:was|is|being|=)\s+(?:the\s+)?", re.IGNORECASE)
 _LISTED_AFTER = re.compile(r"[\s,:(–—-]*(?:on\s+|the\s+)?$|[\s,]*(?:and|to|till|until|through)\s+$", re.IGNORECASE)
+
+
+def _day_after_dated(before: _Found, found: _Found, ctx: _Context) -> _Found:
+    """A bare weekday in the sentence of a day a week or more away is that day's, or one of the six
+    after it: "the crusaders game on the 21st, staying sat night" is Saturday 21 February, not the
+    Saturday after the message; in a later sentence, only the weekday of that day is that day."""
+    day, anchor = found.date, before.date
+    if day.start != day.end or anchor.start != anchor.end or abs((anchor.start - ctx.day).days) < 7:
+        return found
+    weekday = day.start.weekday()
+    if _SENTENCE_END.search(ctx.text, before.end, found.begin):
+        # "moved to thu 9th bc one interviewer was sick. did it thu": the weekday of the day just told
+        if anchor.start.weekday() == weekday:
+            return replace(found, date=replace(day, start=anchor.start, end=anchor.start))
+        return found
+    match = anchor.start + timedelta(days=(weekday - anchor.start.weekday()) % 7)
+    return replace(found, date=replace(day, start=match, end=match))
 
 
 def _day_within(before: _Found, after: int, found: _Found, ctx: _Context) -> _Found:

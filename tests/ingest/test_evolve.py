@@ -17,7 +17,7 @@ from edgemem.store.db import Store
 
 WHEN = "2024-03-01T10:00:00"
 
-GARDEN = [f"garden tomato soil watering {w}" for w in ("morning", "sunday", "neighbour", "basil", "rain", "compost")]
+GARDEN = [f"garden tomato soil watering {w}" for w in ("morning", "hose", "neighbour", "basil", "rain", "compost")]
 CARS = [f"engine car brakes mechanic {w}" for w in ("tyres", "oil", "garage", "battery", "clutch", "exhaust")]
 POTTERY_GARDEN = "garden tomato soil pottery kiln"
 POTTERY_CAR = "engine car brakes pottery kiln"

@@ -1,0 +1,60 @@
+"""Dates as people type them: texting spellings, British relatives, numbers, named days."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from edgemem.ingest.dates import resolve_dates
+
+
+def spans(text: str, when: datetime) -> list[tuple[str, str, str]]:
+    return [(d.phrase, d.start.isoformat(), d.end.isoformat()) for d in resolve_dates(text, when)]
+
+
+WED = datetime(2026, 3, 11, 10, 0)  # Wednesday 11 March 2026
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    ("gym 2moro 7am then brunch", WED, [("2moro", "2026-03-12", "2026-03-12")]),
+    ("tonite was fun", WED, [("tonite", "2026-03-11", "2026-03-11")]),
+    ("interview went ok yday i think", WED, [("yday", "2026-03-10", "2026-03-10")]),
+    ("dentist day after tmrw ugh", WED, [("day after tmrw", "2026-03-13", "2026-03-13")]),
+    ("After tomorrow I go to doctor", WED, [("After tomorrow", "2026-03-13", "2026-03-13")]),
+    ("ran the 10k this morn", WED, [("this morn", "2026-03-11", "2026-03-11")]),
+    ("nxt wk is mad busy", WED, [("nxt wk", "2026-03-16", "2026-03-22")]),
+    ("lets do it again nxt fri", WED, [("nxt fri", "2026-03-13", "2026-03-13")]),
+    ("the dr wants me back in 2 wks", WED, [("in 2 wks", "2026-03-25", "2026-03-25")]),
+    ("pls transfer ur half of the rent by weds", datetime(2026, 3, 9, 9), [("weds", "2026-03-11", "2026-03-11")]),
+    ("dinner booked for sat tho", WED, [("sat", "2026-03-14", "2026-03-14")]),
+    ("party at jess's sat nite, u in?", WED, [("sat", "2026-03-14", "2026-03-14")]),
+    # Neither "on" nor a tense: the nearest such day, one gone by counting twice as far.
+    ("Week ahead: bins Monday, then the boiler.", datetime(2026, 3, 13, 9), [("Monday", "2026-03-16", "2026-03-16")]),
+    ("fishing Sunday. had a 5lb trout!", datetime(2026, 3, 17, 9), [("Sunday", "2026-03-15", "2026-03-15")]),
+    ("We're off to Cornwall a week on Friday", WED, [("a week on Friday", "2026-03-20", "2026-03-20")]),
+    ("Fancy the cinema Friday week?", WED, [("Friday week", "2026-03-20", "2026-03-20")]),
+    ("Off to Tenerife the Saturday after next", WED, [("the Saturday after next", "2026-03-21", "2026-03-21")]),
+    ("viewing is a week today at 11", WED, [("a week today", "2026-03-18", "2026-03-18")]),
+    ("Fancy a pint in a fortnight?", WED, [("in a fortnight", "2026-03-25", "2026-03-25")]),
+    ("Please note that payment was received on 21/06/2025.", WED, [("21/06/2025", "2025-06-21", "2025-06-21")]),
+    ("Our lease is up 9/30 so we gotta find a place.", WED, [("9/30", "2026-09-30", "2026-09-30")]),
+    ("I paid the water bill on 3/2", WED, [("3/2", "2026-02-03", "2026-02-03")]),
+    ("We're driving up for Memorial Day weekend.", WED, [("Memorial Day weekend", "2026-05-23", "2026-05-25")]),
+    ("The spring bank holiday is when we go", WED, [("spring bank holiday", "2026-05-25", "2026-05-25")]),
+    ("pancake day 2day!", datetime(2026, 2, 17, 9), [("pancake day", "2026-02-17", "2026-02-17"),
+                                                   ("2day", "2026-02-17", "2026-02-17")]),
+    ("finn's up for the game on the 21st, staying sat night", datetime(2026, 2, 1, 9),
+     [("the 21st", "2026-02-21", "2026-02-21"), ("sat", "2026-02-21", "2026-02-21")]),
+])
+def test_a_typed_date_is_read(text: str, when: datetime, expected: list) -> None:
+    assert spans(text, when) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "we sat down and talked", "the sun was out", "open 24/7 and 1/2 price", "rent went up to 1.8m",
+    "my Friday class is full", "Ben's with me Monday, Tuesday and Friday", "football tues and thurs till 7",
+    "got her a valentines card", "c'mon then", "Saturday at 5k pace",
+])
+def test_what_only_looks_like_a_date_is_not_one(text: str) -> None:
+    assert spans(text, WED) == []
