@@ -226,13 +226,28 @@ _ASKS_TIME = re.compile(
 )
 
 
+# Below these many days a distance asked with no unit ("how long was I out with the ankle?") is told
+# in days, then in weeks, then in months, then in years, as a person would say it, the days beside it.
+_IN_WEEKS_FROM, _IN_MONTHS_FROM, _IN_YEARS_FROM = 14, 63, 730
+
+
 def _describe(question: str, a: date, b: date) -> str:
     q = question.lower()
     if "month" in q:
         return describe_months(a, b)
     if "week" in q:
         return describe_weeks(a, b)
-    return describe_days(a, b)
+    if re.search(r"\bdays?\b", q) or not re.search(r"\bhow\s+long\b", q):
+        return describe_days(a, b)
+    days = abs((b - a).days)
+    if days >= _IN_YEARS_FROM:
+        months = describe_months(a, b).split(" ")
+        years, rest = divmod(int(months[0]), 12)
+        head = f"{years} year{'s' if years != 1 else ''}" + (f" and {rest} month{'s' if rest != 1 else ''}" if rest else "")
+        return f"{head} ({days} days)"
+    if days >= _IN_MONTHS_FROM:
+        return describe_months(a, b)
+    return describe_weeks(a, b) if days >= _IN_WEEKS_FROM else describe_days(a, b)
 
 
 def _span_length(question: str, first: date, last: date) -> str:

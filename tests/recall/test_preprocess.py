@@ -137,7 +137,7 @@ def test_temporal_how_long_ago_against_a_reference_date() -> None:
     puppy = ev(7, "I adopted a puppy yesterday [7 May 2023].", "2023-05-08T13:56:00", dates=[day("2023-05-07", "7 May 2023")])
     question = "How long ago did Caroline adopt the puppy?"
     assert temporal(question, [puppy], reference=date(2024, 1, 3)).facts == [
-        "7 May 2023 → 3 January 2024 (reference date): 241 days"
+        "7 May 2023 → 3 January 2024 (reference date): 7 months and 27 days (241 days)"
     ]
     assert temporal(question, [puppy]).facts == []  # no reference day, no guess
 
@@ -392,7 +392,7 @@ def test_temporal_gives_the_length_of_a_range_and_the_weekday_of_a_day() -> None
     party = ev(2, "Mum's 80th is on 2 June [2 June 2026] at Rosewood", "2026-03-01T10:05:00", "Tom",
                dates=[{"start": "2026-06-02", "end": "2026-06-02", "label": "2 June 2026"}])
     assert temporal("How long do Ella's GCSEs last, first exam to last?", [exams, party]).facts == [
-        "11 May–19 June 2026, first day to last: 39 days, 40 days counting both ends"]
+        "11 May–19 June 2026, first day to last: 5 weeks and 4 days (39 days), 40 days counting both ends"]
     assert temporal("How many weeks do Ella's GCSEs last?", [exams]).facts == [
         "11 May–19 June 2026, first day to last: 5 weeks and 4 days (39 days), 40 days counting both ends"]
     stay = ev(3, "Mila is with me 23 to 27 December [23–27 December 2025]", "2025-11-20T10:00:00", "Jonas",
@@ -873,7 +873,7 @@ def test_a_stretch_is_the_one_told_with_the_rarest_of_the_questions_words() -> N
     dinner = told(2, "Ella wants pizza on Friday.", "2025-11-21T20:00:00", "Tom")
     gcses = told(3, "GCSEs from 11 May to 19 June.", "2026-01-12T20:00:00", "Tom")
     assert temporal("How long do Ella's GCSEs last, first exam to last?", [mocks, dinner, gcses]).direct[0] == (
-        "39 days, 40 days counting both ends (11 May 2026 to 19 June 2026)")
+        "5 weeks and 4 days (39 days), 40 days counting both ends (11 May 2026 to 19 June 2026)")
 
 
 def test_a_weekday_question_is_answered_when_the_line_names_the_day_as_asked() -> None:
@@ -903,7 +903,7 @@ def test_leaving_for_a_trip_is_its_first_day_and_the_days_after_an_event_are_the
     back = told(3, "back from wanaka!! got back saturday (the 3rd). best trip ever", "2026-01-07T20:00:00", "Kai")
     question = "How long after moving into Orbell St did we leave for Wanaka?"
     assert temporal(question, [moved_in, trip, back]).direct[0] == (
-        "23 days: moving into Orbell St 6 December 2025, we leave for Wanaka 29 December 2025")
+        "3 weeks and 2 days (23 days): moving into Orbell St 6 December 2025, we leave for Wanaka 29 December 2025")
     # Coming back is the trip's last day.
     assert temporal("How many days after moving into Orbell St did we get back from Wanaka?",
                     [moved_in, trip, back]).direct[0].startswith("28 days")
@@ -1087,3 +1087,20 @@ def test_a_story_asked_as_a_state_reaches_its_lines_by_vector_too() -> None:
     question = "how did the whole ankle saga go, start to finish?"
     text, cited = prepare("state-tracking", question, [physio, *ankle, *others], similar=close).direct
     assert 1 in cited and "physio at stride" in text
+
+
+def test_how_long_with_no_unit_is_told_in_the_unit_a_person_would_use() -> None:
+    def answer(question: str, first: str, second: str) -> str:
+        lines = [ev(1, f"the kitchen job started on {first}", "2025-01-02T10:00:00", "Lena"),
+                 ev(2, f"the kitchen job finished on {second}", "2025-01-02T10:00:00", "Lena")]
+        for e, day in zip(lines, (first, second), strict=True):
+            e.dates.append({"phrase": day, "start": day, "end": day, "granularity": "day", "approximate": False})
+        return temporal(question, lines).direct[0]
+
+    asked = "How long was it from the kitchen job starting to the kitchen job finishing?"
+    assert answer(asked, "2025-01-01", "2025-01-11").startswith("10 days: the kitchen job starting 1 January 2025")
+    assert answer(asked, "2025-01-01", "2025-01-24").startswith("3 weeks and 2 days (23 days): ")
+    assert answer(asked, "2025-01-01", "2025-04-01").startswith("3 months (90 days): ")
+    # A unit asked is the unit answered.
+    assert answer(asked.replace("How long was it", "How many days was it"), "2025-01-01", "2025-04-01").startswith(
+        "90 days: ")
