@@ -1535,27 +1535,34 @@ def _after_told(taken: list[_Found], ctx: _Context) -> list[_Found]:
 
 
 _RELATIVE_WEEKDAY = re.compile(
-    rf"\b(?P<p>the\s+{_WEEKDAY}\s+(?P<dir>before|after))\b(?!\s+(?:last|next|that|this|the|[0-9]))", re.IGNORECASE)
+    rf"\b(?P<p>the\s+{_WEEKDAY}\s+(?P<dir>before|after))\b(?!\s+(?:last|next|that|this|the|[0-9]))"
+    rf"|\b(?P<p2>the\s+(?P<dir2>following|next)\s+{_WEEKDAY.replace('?P<wd>', '?P<wd2>')})\b", re.IGNORECASE)
 _RELATIVE_REACH = 200  # characters back to the date a "the thursday before" is counted from
 
 
 def _relative_weekdays(taken: list[_Found], ctx: _Context) -> list[_Found]:
     """"tundes wedding still 12 dec. bachelors is the thursday before": that weekday before (or
-    after) the last day dated before it, within a sentence or two; 10 December 2026."""
+    after) the last day dated before it, within a sentence or two; 10 December 2026. "Flying out
+    Thursday 9/18, back the following Wednesday": the Wednesday after the day told in its sentence."""
     added = []
     for m in _RELATIVE_WEEKDAY.finditer(ctx.text):
-        if not _weekday_ok(m.group("wd")) or any(t.begin < m.end() and m.start() < t.stop for t in taken):
+        group = "p" if m.group("p") else "p2"
+        word = m.group("wd") or m.group("wd2")
+        inside = [t for t in taken if t.begin < m.end() and m.start() < t.stop]
+        # "back the following Wednesday": the weekday alone was read against the message's day
+        if not _weekday_ok(word) or any(t.begin < m.start(group) or t.stop > m.end() for t in inside):
             continue
         before = [t for t in taken if t.end <= m.start() and m.start() - t.end <= _RELATIVE_REACH
                   and t.date.start == t.date.end]
-        if not before:
-            continue
-        anchor, weekday = before[-1].date.start, _weekday_index(m)
-        if m.group("dir").lower() == "before":
+        if not before or (group == "p2" and _SENTENCE_END.search(ctx.text, before[-1].end, m.start())):
+            continue  # "the following Wednesday" follows a day of its own sentence
+        anchor, weekday = before[-1].date.start, _WEEKDAY_INDEX[word.lower()[:3]]
+        if (m.group("dir") or "").lower() == "before":
             day = _weekday_before(anchor, weekday)
         else:
             day = _weekday_after(anchor, weekday)
-        added.append(_Found(m.start("p"), m.end(), m.end("p"), ResolvedDate(m.group("p"), day, day, "day", False)))
+        taken = [t for t in taken if t not in inside]
+        added.append(_Found(m.start(group), m.end(), m.end(group), ResolvedDate(m.group(group), day, day, "day", False)))
     return sorted(taken + added, key=lambda t: t.begin)
 
 

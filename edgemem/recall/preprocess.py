@@ -112,6 +112,7 @@ def prepare(
     """Tier-3 preprocessing for ``tag``; tags without a Tier-3 step pass through unchanged.
     ``asked_days``: the spans the question's own dates name (an overview of "December").
     ``similar``: each note's cosine to the question (an overview's lines about its subject)."""
+    evidence = with_relative_moves(evidence)
     if tag == "temporal-reasoning":
         return temporal(question, evidence, reference=reference, supersedes=supersedes, asked_days=asked_days)
     if tag == "conflict-resolution":
@@ -529,7 +530,7 @@ def _the_one(found: list[str]) -> list[str]:
 # Clevedon job ... now finishing on the 5th") leaves the first telling in force: its first day stands.
 _REDATE = re.compile(
     r"\b(?:now|moved?|moves|changed?|changes|updated?|instead|extend(?:ed|ing)?|postponed?|resched\w*|"
-    r"pushed\s+back|brought\s+forward|delayed|not\s+the)\b", re.IGNORECASE,
+    r"pushed|bumped|shifted|brought\s+forward|delayed|not\s+the)\b", re.IGNORECASE,
 )
 _REDATE_TERMS = terms("now move moved moves change changed changes update updated instead extend extended extending "
                       "postpone postponed reschedule rescheduled push pushed back brought forward delay delayed plan "
@@ -578,8 +579,9 @@ def redated(evidence: Sequence[Evidence], topic: frozenset[str] | set[str] = fro
         for new, new_days in plans:
             if _said(new) <= _said(old) or not new_days - old_days or _REDATE.search(new.text) is None:
                 continue
-            if len(new_days) == 1 and next(iter(new_days))[0] == next(iter(new_days))[1] and _ENDS.search(new.text):
-                continue  # "now finishing on the 5th": a new last day, the first one stands
+            if len(new_days) == 1 and next(iter(new_days))[0] == next(iter(new_days))[1] and _ENDS.search(new.text) \
+                    and not _SHIFT_BY.search(new.text):
+                continue  # "now finishing on the 5th": a new last day, the first one stands ("pushed back a week" moves it)
             if teller(old) != teller(new):
                 continue  # someone else's plan
             if min(abs((a[0] - b[0]).days) for a in old_days for b in new_days) > _MOVED_BY:
@@ -590,6 +592,75 @@ def redated(evidence: Sequence[Evidence], topic: frozenset[str] | set[str] = fro
                 continue  # "Updated: Lisbon from 22 to 30 September": the user's line restated, not moved
             if about & terms(new.text) and (old.note_id not in out or _said(new) > _said(out[old.note_id])):
                 out[old.note_id] = new
+    return out
+
+
+# A move told as a distance ("our return flight got pushed a day later", "the start is moved one week
+# later", "they've pushed the christening back a week", "launch postponed by one week", "the flight is
+# changed to one day earlier"): the line names no day, the plan it moves does.
+_SHIFT_NUMBER = r"(?P<n>a|an|one|two|three|four|five|six|\d{1,2})"
+_SHIFT_BY = re.compile(
+    r"\b(?:pushed|push|moved?|moving|postponed?|delayed?|put|brought|rescheduled|changed|shifted|bumped)\b[^.!?]{0,50}?"
+    rf"(?:\b(?P<back>back|forward)\s+(?:by\s+)?{_SHIFT_NUMBER}\s+(?P<unit>day|week)s?\b"
+    rf"|\b(?:by\s+)?{_SHIFT_NUMBER.replace('?P<n>', '?P<n2>')}\s+(?P<unit2>day|week)s?\s*(?P<dir>later|earlier|back|forward|sooner)?\b)",
+    re.IGNORECASE,
+)
+_SHIFT_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
+def _shift_told(text: str) -> int | None:
+    """Days a line moves a plan by ("pushed back a week": 7, "one day earlier": -1), or None."""
+    told = _shift_phrase(text)
+    return None if told is None else told[0]
+
+
+def _shift_phrase(text: str) -> tuple[int, str] | None:
+    """(days, the words that say it) of a move told as a distance."""
+    m = _SHIFT_BY.search(text)
+    if m is None:
+        return None
+    count = m.group("n") or m.group("n2")
+    unit = (m.group("unit") or m.group("unit2")).lower()
+    way = (m.group("back") or m.group("dir") or "").lower()
+    if not m.group("back") and not way:
+        # "postponed by one week", "moved a week": a delay unless it says otherwise
+        if not re.search(r"\b(?:postponed?|delayed?|pushed|push|put\s+off|bumped)\b", m.group(0), re.IGNORECASE):
+            return None
+        way = "later"
+    days = (int(count) if count.isdigit() else _SHIFT_COUNTS[count.lower()]) * (7 if unit == "week" else 1)
+    return (-days if way in ("earlier", "forward", "sooner") else days), m.group(0)
+
+
+def with_relative_moves(evidence: Sequence[Evidence]) -> list[Evidence]:
+    """Evidence where a line that moves a plan by a distance, and names no day but the plan's, carries
+    the day it moves the plan to, as if written: the newest earlier plan of the same teller sharing a
+    word with it, within :data:`_PASSED_BY` days of its day; a stretch moves whole."""
+    out = list(evidence)
+    plans = [(i, e, days) for i, e in enumerate(out) if e.kind == "raw" and (days := _plan_days(e))]
+    for i, e in enumerate(out):
+        if e.kind != "raw" or e.day is None:
+            continue
+        told = _shift_phrase(e.text)
+        if told is None:
+            continue
+        shift, phrase = told
+        words = terms(e.text) - _REDATE_TERMS
+        own = _plan_days(e)  # "can't do the 14th so they've pushed it back a week": only the plan's own day
+        earlier = [(j, p, days) for j, p, days in plans if _said(p) < _said(e) and _same_speaker(p, e)
+                   and own <= days and words & (terms(p.text) - _REDATE_TERMS)
+                   and (e.day - max(b for _, b in days)).days <= _PASSED_BY]
+        if not earlier:
+            continue
+        _, plan, days = max(earlier, key=lambda t: _said(t[1]))
+        # The old day the line names ("can't do the 14th") is the plan's, not where it went.
+        moved = [d for d in e.dates if (parse_iso_day(d.get("start")), parse_iso_day(d.get("end") or d.get("start")))
+                 not in days]
+        for start, end in sorted(days):
+            first, last = start + timedelta(days=shift), end + timedelta(days=shift)
+            label = day_label(first) if first == last else f"{day_label(first)} to {day_label(last)}"
+            moved.append({"phrase": phrase, "start": first.isoformat(), "end": last.isoformat(), "granularity": "day",
+                          "approximate": False, "label": label})
+        out[i] = replace(e, dates=moved)
     return out
 
 

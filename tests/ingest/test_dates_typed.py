@@ -58,3 +58,10 @@ def test_a_typed_date_is_read(text: str, when: datetime, expected: list) -> None
 ])
 def test_what_only_looks_like_a_date_is_not_one(text: str) -> None:
     assert spans(text, WED) == []
+
+
+def test_the_following_weekday_is_counted_from_the_day_told_before_it() -> None:
+    assert spans("Flying out Thursday 9/18, back the following Wednesday.", datetime(2025, 8, 30, 9)) == [
+        ("9/18", "2025-09-18", "2025-09-18"), ("the following Wednesday", "2025-09-24", "2025-09-24")]
+    assert spans("Communion on Sunday the 24th of May. I will go by train on the Friday before", datetime(2026, 4, 16, 9)) == [
+        ("Sunday the 24th of May", "2026-05-24", "2026-05-24"), ("the Friday before", "2026-05-22", "2026-05-22")]

@@ -9,6 +9,7 @@ import pytest
 from edgemem.ingest.dates import annotate, resolve_dates
 from edgemem.recall.evidence import Evidence, jaccard, terms
 from edgemem.recall.preprocess import (
+    _shift_told,
     ABOUT_COSINE,
     anchors,
     chronological,
@@ -1104,3 +1105,24 @@ def test_how_long_with_no_unit_is_told_in_the_unit_a_person_would_use() -> None:
     # A unit asked is the unit answered.
     assert answer(asked.replace("How long was it", "How many days was it"), "2025-01-01", "2025-04-01").startswith(
         "90 days: ")
+
+
+def test_a_move_told_as_a_distance_moves_the_plan_it_names() -> None:
+    plan = told(1, "Christening confirmed: Sunday 14th June, St Mary's, 11am", "2026-04-19T10:00:00", "Maya")
+    hat = told(2, "need to find a hat for the christening", "2026-05-02T10:00:00", "Maya")
+    moved = told(3, "Ellie's mum can't do the 14th so they've pushed the christening back a week", "2026-05-20T10:00:00",
+                 "Maya")
+    assert prepare("temporal-reasoning", "What date is the christening?", [plan, hat, moved]).direct == (
+        "21 June 2026", [3])
+    # Someone else's plan, or a line that moves nothing the plan names, moves nothing.
+    other = told(4, "the dentist pushed my check-up back a week", "2026-05-20T10:00:00", "Maya")
+    assert prepare("temporal-reasoning", "What date is the christening?", [plan, other]).direct == ("14 June 2026", [1])
+
+
+@pytest.mark.parametrize("text, days", [
+    ("pushed the christening back a week", 7), ("the start is moved one week later", 7),
+    ("Launch postponed by one week following QA findings.", 7), ("the flight is changed to one day earlier", -1),
+    ("moved it 2 days earlier", -2), ("I moved a week ago", None), ("moving house in two weeks", None),
+])
+def test_how_far_a_line_moves_a_plan(text: str, days: int | None) -> None:
+    assert _shift_told(text) == days
