@@ -30,9 +30,10 @@ Halina and Chidi (last reported as check there, 25/88) became *tune* in the twen
 and two personas written then by a helper that saw no edgemem code, Shona and Margaux
 (``eval/data/personal-fresh3.json``), are the check nothing was tuned on.
 
-The date battery (``eval/data/date-battery.jsonl``, written in the twenty-ninth session by a helper
-that saw no edgemem code) splits by message, not by conversation: its messages share no history.
-:func:`edgemem.eval.date_battery.split_of` puts a message in *tune* or *check* by a hash of its id.
+The date battery (``eval/data/date-battery.jsonl``) and the QA battery (``eval/data/qa-battery.jsonl``),
+both written in the twenty-ninth session by helpers that saw no edgemem code, split by item, not by
+conversation: their items share no history. :func:`edgemem.eval.date_battery.split_of` puts an item
+in *tune* or *check* by a hash of its id.
 """
 
 from __future__ import annotations

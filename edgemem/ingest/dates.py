@@ -400,6 +400,11 @@ def _month_ok(word: str) -> bool:
     return not ambiguous or word[0].isupper()
 
 
+# "how many parkruns did I run in may?", "since march.": after "in", "since" ... and ending the
+# sentence, the lowercase word is the month.
+_MONTH_AT_END = re.compile(r"\s*(?:[.,!?;:)]|$)")
+
+
 def _dated_month_ok(m: re.Match, group: str = "m") -> bool:
     """A month written next to a day number ("16th aug", "27 sept", "3rd may 32:20", "5 march now"):
     people type it lower-case, and a number beside it makes it a date. "may" stays the verb when a
@@ -1296,8 +1301,9 @@ def _month_year(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
 def _bare_month(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     word = m.group("m")
     framed = m.group("rel") or m.group("gate") or m.group("mod")
-    if not _month_ok(word) and not (framed and word.lower() not in ("may", "march")):
-        return None  # "in jan", "since sept": a word that frames a time makes the abbreviation a month
+    ends = framed and _MONTH_AT_END.match(ctx.text, m.end("m")) is not None
+    if not _month_ok(word) and not (framed and (word.lower() not in ("may", "march") or ends)):
+        return None  # "in jan", "since sept", "in may?": a word that frames a time makes it a month
     month = _month_number(m.group("m"))
     rel = (m.group("rel") or "").lower()
     if rel in ("last", "next", "this") and _preceded_by_the(m, ctx):

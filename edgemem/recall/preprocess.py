@@ -1298,7 +1298,9 @@ def _tracked(question: str) -> tuple[set[str], set[str]]:
     """(entity terms, topic terms) of a state question: capitalised names (not the first word) and
     the remaining content words, without words that only say 'change over time'."""
     words = re.findall(_WORDS, question)
-    names = {w.removesuffix("'s") for i, w in enumerate(words) if i > 0 and w[0].isupper()}
+    # Not the first word of a sentence: "How many shifts did I work last week? Count the double as two."
+    opening = {m.group(1) for m in re.finditer(rf"[.!?]\s+({_WORDS})", question)}
+    names = {w.removesuffix("'s") for i, w in enumerate(words) if i > 0 and w[0].isupper() and w not in opening}
     entity = set().union(*(terms(n) for n in names)) - _CALENDAR if names else set()
     topic = terms(question) - entity - _STATE_WORDS - _CALENDAR
     return entity, topic

@@ -636,6 +636,29 @@ def verb_forms(word: str) -> set[str]:
     return set(_VERB_FORMS.get(word.lower(), ()))
 
 
+# Words in -ing or -ed that are nouns or adjectives first: their stem is another word ("morn", "wed").
+_NOT_GERUNDS = frozenset(
+    "morning evening wedding meeting building ceiling clothing feeling thing nothing something anything everything "
+    "spring string sibling pudding stuffing booking parking ring king wing sling swing during "
+    "bed red shed need speed feed seed".split()
+)
+
+
+def _verb_bases(word: str) -> set[str]:
+    """The verb a gerund or a past form may be made from: "climbing" → climb, "hiking" → hike,
+    "swimming" → swim, "flooded" → flood; none for a word that is a noun first ("morning", "wedding")."""
+    if word in _NOT_GERUNDS or not word.isalpha():
+        return set()
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            stem = word[: -len(suffix)]
+            bases = {stem, stem + "e"}
+            if len(stem) >= 4 and stem[-1] == stem[-2] and stem[-1] not in "ls":
+                bases.add(stem[:-1])  # swimming → swim, stopped → stop
+            return bases
+    return set()
+
+
 def _word_forms(word: str) -> list[str]:
     """The word with its regular plural / singular forms ('class' ↔ 'classes', 'party' ↔ 'parties')
     and, for a word not written as a plural, its verb forms: regular ('visit' → 'visited',
@@ -651,6 +674,9 @@ def _word_forms(word: str) -> list[str]:
         forms.add(word[:-1])
     else:  # "books" is the noun: "booked" is no book
         forms |= _VERB_FORMS.get(word, set())
+        for base in _verb_bases(word):  # "go climbing" is told "climbed tonight", "swam 40 lengths"
+            past = _VERB_FORMS.get(base, set()) - {base, base + "s"}  # not the base: "a camp chair" is no camping
+            forms |= past | ({base + "ed" if not base.endswith("e") else base + "d"} if not past else set())
         if word.isalpha() and len(word) >= 3 and word not in _VERB_FORMS:
             stem = word[:-1] if word.endswith("e") else word
             forms |= {stem + "ed", stem + "ing"}

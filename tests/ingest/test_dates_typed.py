@@ -65,3 +65,8 @@ def test_the_following_weekday_is_counted_from_the_day_told_before_it() -> None:
         ("9/18", "2025-09-18", "2025-09-18"), ("the following Wednesday", "2025-09-24", "2025-09-24")]
     assert spans("Communion on Sunday the 24th of May. I will go by train on the Friday before", datetime(2026, 4, 16, 9)) == [
         ("Sunday the 24th of May", "2026-05-24", "2026-05-24"), ("the Friday before", "2026-05-22", "2026-05-22")]
+
+
+def test_a_lowercase_month_framed_and_ending_its_sentence_is_the_month() -> None:
+    assert spans("how many parkruns did I run in may?", datetime(2025, 6, 10, 9)) == [("may", "2025-05-01", "2025-05-31")]
+    assert spans("i may go, in may be", datetime(2025, 6, 10, 9)) == []

@@ -1126,3 +1126,10 @@ def test_a_move_told_as_a_distance_moves_the_plan_it_names() -> None:
 ])
 def test_how_far_a_line_moves_a_plan(text: str, days: int | None) -> None:
     assert _shift_told(text) == days
+
+
+def test_a_word_opening_a_sentence_of_the_question_names_nobody() -> None:
+    shifts = [ev(1, "Shift finish, 8 hours", "2026-06-08T22:00:00", "me"), ev(2, "Double shift finish, I am dead",
+                                                                               "2026-06-13T23:00:00", "me")]
+    facts = timeline("How many shifts did I work last week? Count the double as two.", shifts).facts
+    assert facts[0].startswith("number of shifts: 2 ")

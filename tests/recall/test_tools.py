@@ -223,6 +223,13 @@ def test_count_occurrences_knows_verb_forms_and_what_each_event_numbers() -> Non
     trout = [_note(1, "fishing yesterday, but two trout", "s1"), _note(2, "Chew, three trout!", "s2"),
              _note(3, "had a 4lb rainbow trout", "s3"), _note(4, "no trout today", "s4")]
     assert [e.quantity for e in count_occurrences("trout", trout).events] == [2, 3, 1]
+    # "how many times did I go climbing?" is told "climbed tonight"; a noun in -ing stays itself
+    # ("morning" is no "morn").
+    climbs = [_note(1, "climbed tonight, sent the purple V4", "s1"), _note(2, "climbing again tomorrow?", "s2"),
+              _note(3, "swam 40 lengths", "s3"), _note(4, "a long morn", "s4")]
+    assert count_occurrences("climbing", climbs).note_ids == (1, 2)
+    assert count_occurrences("swimming", climbs).note_ids == (3,)
+    assert count_occurrences("morning", climbs).mentions == 0
 
 
 def test_a_date_tool_drops_an_argument_that_is_no_date() -> None:
