@@ -972,6 +972,8 @@ def _bare_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     if _HABITUAL_PART.match(ctx.text, m.end("p")):
         return None  # "pottery on Tuesday evenings", "no meetings on Friday afternoons": every week
     tense = _tense(ctx, m.start(), m.end())
+    if (_target(m, ctx) or _arranged(m, ctx)) and _alone(m, ctx):
+        tense = "future"  # "moved jordan to sat", "rebooked it for Tuesday": where a plan went lies ahead
     weekday = _weekday_index(m)
     if tense is None:
         booked = _appointment(m, ctx)

@@ -70,3 +70,10 @@ def test_the_following_weekday_is_counted_from_the_day_told_before_it() -> None:
 def test_a_lowercase_month_framed_and_ending_its_sentence_is_the_month() -> None:
     assert spans("how many parkruns did I run in may?", datetime(2025, 6, 10, 9)) == [("may", "2025-05-01", "2025-05-31")]
     assert spans("i may go, in may be", datetime(2025, 6, 10, 9)) == []
+
+
+def test_a_weekday_a_plan_is_moved_to_lies_ahead_whatever_the_verb() -> None:
+    assert spans("moved jordan to sat, same time", datetime(2026, 5, 14, 9)) == [("sat", "2026-05-16", "2026-05-16")]
+    assert spans("rebooked it for Tuesday", datetime(2026, 5, 14, 9)) == [("Tuesday", "2026-05-19", "2026-05-19")]
+    # Not the end of a stretch of weekdays: "open Tuesday to Sunday" names no day.
+    assert spans("the shop is open Tuesday to Sunday", datetime(2026, 5, 14, 9)) == []
