@@ -746,8 +746,9 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str],
             continue
         line = _line(item, ids[-1], found[0], cleaned, proper)
         (planned if _planned(item, found[0], line, latest) else lines).append(line)
-    events = tuple(e for e in _distinct_events(lines) if _on_days(e, within))
-    ahead = tuple(e for e in _distinct_events(planned) if _on_days(e, within))
+    recurs = _singular(cleaned.lower().split()[-1]) in _OCCURRENCES
+    events = tuple(e for e in _distinct_events(lines, recurs) if _on_days(e, within))
+    ahead = tuple(e for e in _distinct_events(planned, recurs) if _on_days(e, within))
     return Count(cleaned, mentions, tuple(ids), len(sessions) if sessions else len(ids), events, negated,
                  bool(within), ahead)
 
@@ -1064,6 +1065,12 @@ def _same_event(earlier: _Line, later: _Line) -> bool:
     return same_name and not later.own_date
 
 
+def _apart(earlier: _Line, later: _Line) -> bool:
+    """Said on different days, and the later line dates nothing of its own: its day is its own."""
+    return not later.own_date and earlier.said is not None and later.said is not None and earlier.said != later.said \
+        and not _overlap(earlier, later)
+
+
 def _single_day(line: _Line) -> bool:
     return line.own_date and line.start is not None and line.start == line.end
 
@@ -1077,14 +1084,29 @@ def _precision(line: _Line) -> tuple[int, int, date]:
     return (0 if width == 0 and line.own_date else 1 if width == 0 else 2, width, line.start)
 
 
-def _distinct_events(lines: list[_Line]) -> tuple[CountedEvent, ...]:
-    """Lines grouped into events (each line joins the first earlier event it repeats), oldest first."""
+# Words for what happens again and again: "Weekly call with the Tokyo team completed" on 5 and on 19
+# May are two calls, though each names Tokyo and neither dates itself; "finished Dune" and "Dune was
+# so good" a week later are one book.
+_OCCURRENCES = frozenset(
+    "call session visit class lesson game match meeting appointment shift run trip outing swim climb walk "
+    "ride training rehearsal practice interview jab injection dose treatment".split()
+)
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+def _distinct_events(lines: list[_Line], recurs: bool = False) -> tuple[CountedEvent, ...]:
+    """Lines grouped into events (each line joins the first earlier event it repeats), oldest first.
+    ``recurs``: the counted thing happens again and again, so lines said on different days that date
+    nothing are different events, whatever name they share."""
     order = sorted(range(len(lines)), key=lambda i: (lines[i].said or date.min, i))
     groups: list[list[_Line]] = []
     for i in order:
         line = lines[i]
         for group in groups:
-            if any(_same_event(member, line) for member in group):
+            if any(_same_event(member, line) and not (recurs and _apart(member, line)) for member in group):
                 group.append(line)
                 break
         else:

@@ -230,6 +230,11 @@ def test_count_occurrences_knows_verb_forms_and_what_each_event_numbers() -> Non
     assert count_occurrences("climbing", climbs).note_ids == (1, 2)
     assert count_occurrences("swimming", climbs).note_ids == (3,)
     assert count_occurrences("morning", climbs).mentions == 0
+    # A call, a lesson, a session happens again and again: the same name on another day is another one.
+    calls = [_note(1, "Weekly call with the Tokyo team completed.", "s1", day="2026-05-05T10:00:00"),
+             _note(2, "Weekly call with the Tokyo team completed.", "s2", day="2026-05-19T10:00:00"),
+             _note(3, "Call with the Sydney team completed.", "s3", day="2026-05-27T10:00:00")]
+    assert len(count_occurrences("calls", calls).events) == 3
 
 
 def test_a_date_tool_drops_an_argument_that_is_no_date() -> None:
