@@ -428,7 +428,8 @@ def _weekday_ok(word: str) -> bool:
 # "fri") are a weekday however they are typed.
 _WORDLIKE_WEEKDAYS = {"sat", "sun", "wed"}
 # Where a lowercase "sat" or "sun" is a day: after a word that introduces one ("booked for sat", "or sat
-# if ur busy", "nxt sun") or before a part of the day or a time ("sat nite", "sun 10am").
+# if ur busy"; "nxt sun" is read by the relative-weekday rule) or before a part of the day or a time
+# ("sat nite", "sun 10am").
 _DAY_WORD_BEFORE = re.compile(r"(?:\b(?:on|for|by|till|til|until|from|to|thru|through|and|or)|[&,/(])\s*$",
                               re.IGNORECASE)
 _DAY_PART_AFTER = re.compile(r"\s*(?:nite|night|morning|morn|am\b|pm\b|eve\b|evening|afternoon|arvo|lunch|brunch|"
@@ -439,9 +440,9 @@ _NOT_DAY_AFTER = re.compile(r"\s+(?:down|up|around|about|there|here|with|in|on|b
 
 def _typed_weekday_ok(m: re.Match, ctx: _Context) -> bool:
     """A weekday abbreviation in lowercase, as people text ("dentist thurs at 3", "can u do school run
-    weds & fri", "party at jess's sat nite"): the unambiguous ones always; "sat", "sun", "wed" and
-    "mon" only where a day is introduced or a part of the day follows, and never after a subject or an
-    article ("we sat", "the sun") nor inside a word with an apostrophe ("c'mon")."""
+    weds & fri", "party at jess's sat nite"): the unambiguous ones always; "sat", "sun" and "wed" only
+    where a day is introduced or a part of the day follows, and never after a subject or an article
+    ("we sat", "the sun"); none inside a word with an apostrophe ("c'mon")."""
     word = m.group("wd")
     if _weekday_ok(word):
         return True
@@ -450,9 +451,13 @@ def _typed_weekday_ok(m: re.Match, ctx: _Context) -> bool:
         return False
     if word.lower() not in _WORDLIKE_WEEKDAYS:
         return True
-    if _NOT_A_DAY_BEFORE.search(ctx.text, 0, at) or _NOT_DAY_AFTER.match(ctx.text, m.end("wd")):
+    before = max(0, at - _LOOK_BACK)
+    if _NOT_A_DAY_BEFORE.search(ctx.text, before, at) or _NOT_DAY_AFTER.match(ctx.text, m.end("wd")):
         return False
-    return bool(_DAY_WORD_BEFORE.search(ctx.text, 0, at) or _DAY_PART_AFTER.match(ctx.text, m.end("wd")))
+    return bool(_DAY_WORD_BEFORE.search(ctx.text, before, at) or _DAY_PART_AFTER.match(ctx.text, m.end("wd")))
+
+
+_LOOK_BACK = 24  # characters before a word searched for what introduces it (a long import stays linear)
 
 
 _NOT_A_DAY_BEFORE = re.compile(r"\b(?:i|we|you|they|he|she|it|who|the|a|an)\s+$", re.IGNORECASE)
@@ -931,7 +936,8 @@ def _listed_day(m: re.Match, ctx: _Context) -> bool:
     not owned or counted ("my Friday class", "every Monday"), ending its item or followed by what goes
     with a day ("bins Monday, ...", "back sun nite", "dinner at mine fri? or sat"), and neither one of
     several weekdays or days named together nor in a sentence about what recurs."""
-    if _OWNED_BEFORE.search(ctx.text, 0, m.start("p")) or _ITEM_END.match(ctx.text, m.end("p")) is None:
+    if _OWNED_BEFORE.search(ctx.text, max(0, m.start("p") - _LOOK_BACK), m.start("p")) \
+            or _ITEM_END.match(ctx.text, m.end("p")) is None:
         return False
     return _alone(m, ctx)
 
