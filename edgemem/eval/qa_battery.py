@@ -27,9 +27,10 @@ from pathlib import Path
 from edgemem.engine import asked_spans
 from edgemem.eval.date_battery import split_of
 from edgemem.eval.key import judge
-from edgemem.ingest.dates import annotate, resolve_dates
+from edgemem.ingest import notes
 from edgemem.recall.evidence import Evidence
 from edgemem.recall.preprocess import prepare
+from edgemem.store.raw import Turn
 
 BATTERY = Path(__file__).parent / "data" / "qa-battery.jsonl"
 INTENT = {"count": "state-tracking", "total": "state-tracking"}
@@ -37,14 +38,12 @@ _NUMBER_OF = re.compile(r"^number of [^:]+: (\d+)")
 
 
 def evidence(item: dict) -> list[Evidence]:
-    """The item's messages as the write path stores them: annotated, with their resolved dates."""
+    """The item's messages as the write path drafts them (:func:`edgemem.ingest.notes.draft`): annotated,
+    with their resolved dates."""
     out = []
     for i, line in enumerate(item["lines"], 1):
-        said = datetime.fromisoformat(line["said_at"])
-        dates = [{"phrase": d.phrase, "start": d.start.isoformat(), "end": d.end.isoformat(),
-                  "granularity": d.granularity, "approximate": d.approximate, "label": d.label()}
-                 for d in resolve_dates(line["text"], said)]
-        out.append(Evidence(i, annotate(line["text"], said), line["said_at"], "me", dates=dates))
+        note = notes.draft(Turn(i, 1, i, "me", line["text"], line["said_at"], line["said_at"], None))
+        out.append(Evidence(i, note.content, note.event_time, note.speaker, dates=note.dates))
     return out
 
 

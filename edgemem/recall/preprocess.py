@@ -32,8 +32,8 @@ from edgemem.recall.rules import replaced_rules, rule_sentences_of
 from edgemem.recall.events import anchors
 from edgemem.recall.limits import has_limit
 from edgemem.recall.tools import (
-    Count, Grounded, count_occurrences, dates_in_text, describe_days, describe_months, describe_weeks, ground, nth_event, stretch,
-    verb_forms,
+    Count, Grounded, count_occurrences, dates_in_text, describe_days, describe_months, describe_weeks, ground, months_between,
+    nth_event, stretch, verb_forms,
 )
 from edgemem.text import MONTH_NAMES, STOPWORDS, day_label
 
@@ -242,8 +242,7 @@ def _describe(question: str, a: date, b: date) -> str:
         return describe_days(a, b)
     days = abs((b - a).days)
     if days >= _IN_YEARS_FROM:
-        months = describe_months(a, b).split(" ")
-        years, rest = divmod(int(months[0]), 12)
+        years, rest = divmod(months_between(a, b)[0], 12)
         head = f"{years} year{'s' if years != 1 else ''}" + (f" and {rest} month{'s' if rest != 1 else ''}" if rest else "")
         return f"{head} ({days} days)"
     if days >= _IN_MONTHS_FROM:
@@ -608,14 +607,9 @@ _SHIFT_BY = re.compile(
 _SHIFT_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 
-def _shift_told(text: str) -> int | None:
-    """Days a line moves a plan by ("pushed back a week": 7, "one day earlier": -1), or None."""
-    told = _shift_phrase(text)
-    return None if told is None else told[0]
-
-
 def _shift_phrase(text: str) -> tuple[int, str] | None:
-    """(days, the words that say it) of a move told as a distance."""
+    """(days, the words that say it) of a move told as a distance ("pushed back a week": 7, "one day
+    earlier": -1), or None."""
     m = _SHIFT_BY.search(text)
     if m is None:
         return None

@@ -746,7 +746,7 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str],
             continue
         line = _line(item, ids[-1], found[0], cleaned, proper)
         (planned if _planned(item, found[0], line, latest) else lines).append(line)
-    recurs = _singular(cleaned.lower().split()[-1]) in _OCCURRENCES
+    recurs = not _OCCURRENCES.isdisjoint(_word_forms(cleaned.lower().split()[-1]))
     events = tuple(e for e in _distinct_events(lines, recurs) if _on_days(e, within))
     ahead = tuple(e for e in _distinct_events(planned, recurs) if _on_days(e, within))
     return Count(cleaned, mentions, tuple(ids), len(sessions) if sessions else len(ids), events, negated,
@@ -1091,10 +1091,6 @@ _OCCURRENCES = frozenset(
     "call session visit class lesson game match meeting appointment shift run trip outing swim climb walk "
     "ride training rehearsal practice interview jab injection dose treatment".split()
 )
-
-
-def _singular(word: str) -> str:
-    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
 def _distinct_events(lines: list[_Line], recurs: bool = False) -> tuple[CountedEvent, ...]:
