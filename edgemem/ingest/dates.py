@@ -41,7 +41,10 @@ Conventions (where LoCoMo's gold answers show one, it is theirs):
   "dentist on Monday at 8am" are the next such day, today if the time is still ahead); written as a
   plan's item ("bins Monday, boiler service Thursday", "fishing Sunday. had a 5lb trout!"), the
   nearest with one gone by counting twice as far; alone as a sentence ("WE MOVED. saturday."), by
-  the tense of the sentence before. "my Friday class", "I do yoga on Fridays", "Ben's with me
+  the tense of the sentence before; in a question ("dinner at mine fri?"), a proposal, the next one.
+  Right after a present "be" ("Mother's Day is Sunday", "it's friday!!") it is today's or the coming
+  one whatever else the sentence says. A comma and a new subject ("had to cancel it, I'm in
+  Manchester Thursday") start a clause whose tense is its own. "my Friday class", "I do yoga on Fridays", "Ben's with me
   Monday, Tuesday and Friday" and "football tues and thurs" are never resolved. In the sentence of a
   day a week or more away, a weekday is that day's or one of the six after it ("the game on the
   21st, staying sat night"). Texted abbreviations count in lowercase ("thurs", "weds", "fri"); "sat",
@@ -310,6 +313,11 @@ _LABEL_AFTER = re.compile(r"\s*[,:!]")
 # Where a clause ends inside a sentence: its tense does not reach across ("my brother is throwing Ma a
 # party on january 10th, so we moved our flight"): the past of the second clause is not the party's.
 _CLAUSE_END = re.compile(r",\s*(?:so|but|because|cos|cause|though|although|whereas)\b", re.IGNORECASE)
+# A comma and a new subject start a clause of their own (a comma splice, as chats write): "had to
+# cancel the boiler service, I'm in Manchester for work Thursday" — the past before the comma is not
+# the tense of the date after it. Only a boundary on the date's left: in "On Monday, I went" the
+# clause after the comma holds the date's verb.
+_SPLICE = re.compile(r",\s*(?:i|we|he|she|they|you)(?:['’](?:m|re|s|ve|ll|d))?\s", re.IGNORECASE)
 _FUTURE_MARKERS = re.compile(
     r"(?:\b(?:will|shall|won['’]t|gonna|theyll|youll|itll|thatll|wont|can(?!['’]?t\b)|might|wanna|(?<!\bwas\s)(?<!\bwere\s)going\s+to|about\s+to|"
     r"plan(?:s|ning)?\s+(?:to|on)|hop(?:e|es|ing)\s+to|wants?\s+(?:to|a|an|me|us|him|her|them)|"
@@ -356,6 +364,7 @@ def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
     left = max((m.end() for m in _TENSE_END.finditer(ctx.text, 0, begin)), default=0)
     left = max([left] + [m.end() for m in _LABEL_COLON.finditer(ctx.text, left, begin)])
     left = max([left] + [m.end() for m in _CLAUSE_END.finditer(ctx.text, left, begin)])
+    left = max([left] + [m.start() + 1 for m in _SPLICE.finditer(ctx.text, left, begin)])
     right_match = _TENSE_END.search(ctx.text, stop)
     right = right_match.start() if right_match else len(ctx.text)
     clause_end = _CLAUSE_END.search(ctx.text, stop, right)
@@ -955,6 +964,18 @@ def _alone(m: re.Match, ctx: _Context) -> bool:
     return _RECURS.search(ctx.text, left, right.start() if right else len(ctx.text)) is None
 
 
+# A present "be" right before the day: "the party is Saturday", "xmas do is thurs 16th", "it's friday".
+# ("Bianchi's on Saturday" is whose place, not a "be").
+_COPULA_BEFORE = re.compile(r"(?:\b(?:is|are)|\b(?:it|that|this|he|she|there|what)['’]s|['’]re)\s+(?:on\s+)?$",
+                            re.IGNORECASE)
+
+
+def _asked(m: re.Match, ctx: _Context) -> bool:
+    """The weekday's sentence is a question."""
+    right = _SENTENCE_END.search(ctx.text, m.end("p"))
+    return right is not None and right.group() == "?"
+
+
 def _fragment_tense(m: re.Match, ctx: _Context) -> Optional[str]:
     """The tense of the sentence before a weekday written as a sentence of its own ("WE MOVED.
     saturday. Villeurbanne is home now."), else None."""
@@ -981,6 +1002,13 @@ def _bare_weekday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     if (_target(m, ctx) or _arranged(m, ctx)) and _alone(m, ctx):
         tense = "future"  # "moved jordan to sat", "rebooked it for Tuesday": where a plan went lies ahead
     weekday = _weekday_index(m)
+    if _COPULA_BEFORE.search(ctx.text, max(0, m.start("p") - 12), m.start("p")) and _alone(m, ctx):
+        # "Mother's Day is Sunday, did you order the flowers?", "it's friday!!": what a day is, stated
+        # in the present, is today's or the coming one (the question after the comma has its own tense)
+        day = _weekday_after(ctx.day, weekday, inclusive=True)
+        return _make(m, day, day, "day")
+    if tense is None and _asked(m, ctx):
+        tense = "future"  # "dinner at mine fri?", "how abt tues or weds?": a proposal is for days ahead
     if tense is None:
         booked = _appointment(m, ctx)
         if booked is not None:
@@ -1372,6 +1400,11 @@ _RULES: list[tuple[re.Pattern, _Rule]] = [
     ),
     _rule(rf"\b(?P<p>the\s+(?P<unit>weekend|week|month|year)\s+before){_STANDALONE}", _unit_before),
     _rule(rf"\b(?P<p>{_APPROX}{_COUNT}\s+{_UNIT}\s+ago)\b", _ago),
+    # "Before two days I have paid the bill": the "ago" of many who learned English after another
+    # language; not "before 3 days of rain", "the week before two days off".
+    _rule(rf"(?<!\bthe\s)(?<!\bjust\s)\b(?P<p>[Bb]efore\s+{_APPROX}{_COUNT}\s+{_UNIT})\b"
+          r"(?!\s+(?:of|off|before|after|from|to|in|ago|left|later|earlier|away|more|were|was|are|is|had|have|has|"
+          r"passed|pass|went|go|gone|had|run|ran)\b)", _ago),
     _rule(  # "the past two weeks", but not "the last 3 days of June"
         rf"\b(?P<p>(?:the|these)\s+(?P<dir>next|past|last|coming)\s+{_COUNT}\s+"
         r"(?P<unit>day|night|weekend|week|month|year)s?)\b(?!\s+of\b)",
@@ -1425,7 +1458,7 @@ _RULES: list[tuple[re.Pattern, _Rule]] = [
     _rule(rf"\b(?P<p>(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR})\b", _full_date),
     _rule(rf"\b(?P<p>{_MONTH}\s+{_DAY},?\s+{_YEAR})\b", _full_date),
     _rule(r"\b(?P<p>(?P<y>(?:19|20)\d\d)-(?P<m>\d\d)-(?P<d>\d\d))\b", _full_date),
-    _rule(r"(?<![\d/.:,-])(?P<p>(?P<a>\d{1,2})(?P<sep>[/.])(?P<b>\d{1,2})(?:(?P=sep)(?P<y>(?:19|20)\d\d|\d\d))?)"
+    _rule(r"(?<![\d/.:,])(?:(?<!-)|(?<=\d/\d-)|(?<=\d/\d\d-))(?P<p>(?P<a>\d{1,2})(?P<sep>[/.])(?P<b>\d{1,2})(?:(?P=sep)(?P<y>(?:19|20)\d\d|\d\d))?)"
           r"(?![\d/:]|[.,]\d|\s*%|\s*(?:of|th|ths|rds|mg|ml|kg|km|pm|am|h|hrs?|mins?)\b)", _numeric_date),
     _rule(rf"\b(?P<p>{_WEEKDAY},?\s+(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH})(?!\w)", _weekday_date),
     _rule(rf"\b(?P<p>{_WEEKDAY},?\s+{_MONTH}\s+{_DAY})\b(?![:.,]?\d)", _weekday_date),
@@ -1502,7 +1535,52 @@ def _find(text: str, event_time: datetime) -> list[_Found]:
             taken[i] = _month_from(taken[i - 1], found, ctx, placed=taken[i - 1].begin in months)
             if taken[i] is not found:  # "on the 23rd, back the 27th": the next day alone takes this month
                 months.add(found.begin)
-    return _after_told(_weeks_of(_relative_weekdays(taken, ctx), ctx), ctx)
+    return _joined(_after_told(_weeks_of(_relative_weekdays(taken, ctx), ctx), ctx), ctx)
+
+
+# Two days written as the ends of one stretch: "3/22-3/26", "from Christmas Eve until New Year's Day".
+# A word between them makes a stretch only after "from" or "between" ("Christmas Eve until New Year's
+# Day" alone may be two plans), and only from a named day; a plan moved "from tue to thu" is two days.
+_JOINER = re.compile(r"\s*(?:[-–—]|(?P<word>to|until|till|til|through|thru|and))\s*", re.IGNORECASE)
+_FROM_BEFORE = re.compile(r"\b(?:from|between)\s+(?:the\s+)?$", re.IGNORECASE)
+_LONGEST_JOINED = 62  # days: two days further apart than this are two dates, not one stretch
+
+
+def _joined(taken: list[_Found], ctx: _Context) -> list[_Found]:
+    out: list[_Found] = []
+    for found in taken:
+        first = out[-1] if out else None
+        joiner = _JOINER.fullmatch(ctx.text, first.end, found.begin) if first is not None else None
+        if first is None or joiner is None or not _one_day(first.date) or not _one_day(found.date):
+            out.append(found)
+            continue
+        lead = _FROM_BEFORE.search(ctx.text, max(0, first.begin - 16), first.begin)
+        word = (joiner.group("word") or "").lower()
+        if word and (lead is None or (word == "and") != lead.group().lower().startswith("between")
+                     or re.search(r"\d", first.date.phrase)):
+            # Only "from … to …", "between … and …", and only from a named day: "from 28 March until
+            # the 2nd" stays a first day and the day the stay closes (tools.stretch reads those).
+            out.append(found)
+            continue
+        last = found.date.start
+        if last < first.date.start:  # "28 December - 3 January": the last day is in the next year
+            try:
+                last = last.replace(year=last.year + 1)
+            except ValueError:
+                out.append(found)
+                continue
+        if not 0 < (last - first.date.start).days <= _LONGEST_JOINED \
+                or _SHIFTED_FROM.search(ctx.text, max(0, first.begin - 40), first.begin):
+            out.append(found)
+            continue
+        stretch = ResolvedDate(ctx.text[first.begin:found.end], first.date.start, last, "day",
+                               first.date.approximate or found.date.approximate, explicit_range=True)
+        out[-1] = _Found(first.begin, found.stop, found.end, stretch)
+    return out
+
+
+def _one_day(resolved: ResolvedDate) -> bool:
+    return resolved.granularity == "day" and resolved.start == resolved.end
 
 
 # "the week of the 26th", "the week commencing 12 April", "w/c 3 March": the Monday-to-Sunday week

@@ -46,6 +46,23 @@ WED = datetime(2026, 3, 11, 10, 0)  # Wednesday 11 March 2026
                                                    ("2day", "2026-02-17", "2026-02-17")]),
     ("finn's up for the game on the 21st, staying sat night", datetime(2026, 2, 1, 9),
      [("the 21st", "2026-02-21", "2026-02-21"), ("sat", "2026-02-21", "2026-02-21")]),
+    # A proposal asks about days ahead, whatever the nearest such day: said on a Friday.
+    ("cant do mon, how abt tues or weds?", datetime(2027, 5, 14, 9),
+     [("mon", "2027-05-17", "2027-05-17"), ("tues", "2027-05-18", "2027-05-18"), ("weds", "2027-05-19", "2027-05-19")]),
+    # What a day is, said in the present, is today's or the coming one; the question after the comma
+    # has its own tense. "Bianchi's on Saturday" is whose place, not a "be".
+    ("Mother's Day is Sunday, did you order the flowers?", datetime(2027, 5, 7, 15), [("Sunday", "2027-05-09", "2027-05-09")]),
+    ("it's friday!!", datetime(2026, 3, 13, 9), [("friday", "2026-03-13", "2026-03-13")]),
+    ("took Sue to Bianchi's on Saturday for the anniversary", WED, [("Saturday", "2026-03-07", "2026-03-07")]),
+    # A comma splice starts a clause: the past before it is not the date's tense.
+    ("had to cancel the boiler service, I'm in Manchester for work Thursday", datetime(2025, 10, 1, 8),
+     [("Thursday", "2025-10-02", "2025-10-02")]),
+    # Ranges: numbers joined by a dash, named days from one to the other.
+    ("Spring break is 3/22-3/26, we're going to Florida.", datetime(2027, 3, 18, 19),
+     [("3/22-3/26", "2027-03-22", "2027-03-26")]),
+    ("The Christmas closure runs from Christmas Eve until New Year's Day.", datetime(2026, 11, 25, 10),
+     [("Christmas Eve until New Year's Day", "2026-12-24", "2027-01-01")]),
+    ("Before two days I have paid the electricity bill.", datetime(2026, 1, 8, 9), [("Before two days", "2026-01-06", "2026-01-06")]),
 ])
 def test_a_typed_date_is_read(text: str, when: datetime, expected: list) -> None:
     assert spans(text, when) == expected
@@ -54,7 +71,8 @@ def test_a_typed_date_is_read(text: str, when: datetime, expected: list) -> None
 @pytest.mark.parametrize("text", [
     "we sat down and talked", "the sun was out", "open 24/7 and 1/2 price", "rent went up to 1.8m",
     "my Friday class is full", "Ben's with me Monday, Tuesday and Friday", "football tues and thurs till 7",
-    "got her a valentines card", "c'mon then", "Saturday at 5k pace",
+    "got her a valentines card", "c'mon then", "Saturday at 5k pace", "we had to leave before two days were up",
+    "score was 2-3/4 in the end",
 ])
 def test_what_only_looks_like_a_date_is_not_one(text: str) -> None:
     assert spans(text, WED) == []
