@@ -625,6 +625,14 @@ def _shift_phrase(text: str) -> tuple[int, str] | None:
     return (-days if way in ("earlier", "forward", "sooner") else days), m.group(0)
 
 
+# Which leg of a trip a move names: the way back ("return flight", "flight home", "coming back") or the
+# way out ("outbound flight", "flight out", "departure").
+_LEG_BACK = re.compile(r"\b(?:return|returning|inbound|(?:flight|train|ferry|coach|way|journey|trip)\s+(?:back|home)|"
+                       r"(?:coming|come|fly|flying|get|getting|drive|driving)\s+(?:back|home))\b", re.IGNORECASE)
+_LEG_OUT = re.compile(r"\b(?:outbound|departure|(?:flight|train|ferry|coach|way|journey)\s+out|"
+                      r"(?:going|flying|fly|driving|heading)\s+out)\b", re.IGNORECASE)
+
+
 def with_relative_moves(evidence: Sequence[Evidence]) -> list[Evidence]:
     """Evidence where a line that moves a plan by a distance, and names no day but the plan's, carries
     the day it moves the plan to, as if written: the newest earlier plan of the same teller sharing a
@@ -649,7 +657,23 @@ def with_relative_moves(evidence: Sequence[Evidence]) -> list[Evidence]:
         # The old day the line names ("can't do the 14th") is the plan's, not where it went.
         moved = [d for d in e.dates if (parse_iso_day(d.get("start")), parse_iso_day(d.get("end") or d.get("start")))
                  not in days]
-        for start, end in sorted(days):
+        leg = _LEG_BACK.search(e.text) is not None, _LEG_OUT.search(e.text) is not None
+        ordered = sorted(days)
+        for start, end in ordered:
+            if leg[0] != leg[1] and len(ordered) + (start < end) > 1:
+                # "our return flight got pushed a day later": only the way home moves, the day out stands
+                keep_first = leg[0]
+                if start < end:
+                    first = start if keep_first else start + timedelta(days=shift)
+                    last = end + timedelta(days=shift) if keep_first else end
+                elif (start == ordered[-1][0]) == keep_first:
+                    first = last = start + timedelta(days=shift)
+                else:
+                    continue
+                label = day_label(first) if first == last else f"{day_label(first)} to {day_label(last)}"
+                moved.append({"phrase": phrase, "start": first.isoformat(), "end": last.isoformat(),
+                              "granularity": "day", "approximate": False, "label": label})
+                continue
             first, last = start + timedelta(days=shift), end + timedelta(days=shift)
             label = day_label(first) if first == last else f"{day_label(first)} to {day_label(last)}"
             moved.append({"phrase": phrase, "start": first.isoformat(), "end": last.isoformat(), "granularity": "day",

@@ -487,6 +487,15 @@ def stretch(event: str, evidence: Sequence[Evidence], within: Sequence[tuple[dat
     # naming Noor does not move Noor's mum's visit).
     if moved is not None and sum(1 / spread[t] for t in held_by[id(newer)]) >= best[0] / 2:
         item, (start, end) = newer, moved
+    elif newer is not None and moved is None:
+        # Moved one leg ("our return flight got pushed a day later", stored as the day it went to):
+        # the day nearer the old last day is the new last day, nearer the old first day the new first.
+        for _, a, b, _ in _days_in(newer):
+            if a == b and a not in (start, end) and min(abs((a - start).days), abs((a - end).days)) <= _MOVED_END:
+                if abs((a - end).days) < abs((a - start).days) and a > start:
+                    end = a
+                elif abs((a - start).days) < abs((a - end).days) and a < end:
+                    start = a
     told = item.day
     # A later line on the same thing, or one that names the old last day it replaces ("Ryanair moved
     # my return flight. coming back Wednesday 17 Sept now instead of the 16th": no word of Seville).

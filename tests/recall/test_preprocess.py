@@ -1119,6 +1119,16 @@ def test_a_move_told_as_a_distance_moves_the_plan_it_names() -> None:
     assert prepare("temporal-reasoning", "What date is the christening?", [plan, other]).direct == ("14 June 2026", [1])
 
 
+def test_a_move_of_the_way_home_moves_only_the_last_day() -> None:
+    trip = told(1, "Booked Lisbon! Flying out Thursday 9/18, back the following Wednesday.", "2025-08-30T21:10:00", "me")
+    moved = told(2, "TAP emailed - our return flight got pushed a day later, so we fly home Thursday now.",
+                 "2025-09-10T19:45:00", "me")
+    prepared = prepare("temporal-reasoning", "When did we fly back from Lisbon?", [trip, moved])
+    assert prepared.direct == ("25 September 2025", [1])
+    nights = prepare("temporal-reasoning", "How many nights were we in Lisbon?", [trip, moved])
+    assert nights.direct[0].startswith("7 nights (18 September 2025 to 25 September 2025)")
+
+
 @pytest.mark.parametrize("text, days", [
     ("pushed the christening back a week", 7), ("the start is moved one week later", 7),
     ("Launch postponed by one week following QA findings.", 7), ("the flight is changed to one day earlier", -1),
