@@ -1176,7 +1176,8 @@ def _count_facts(question: str, evidence: Sequence[Evidence], asked_days: Sequen
         low = word.lower().removesuffix("'s")
         if len(low) < 3 or low in STOPWORDS or low in _COUNT_NOISE or low in speakers or terms(low) & names:
             continue
-        found = count_occurrences(low, whose, asked_days) if whose else None
+        owned = re.search(rf"\b(?:my|our)\s+(?:[\w'-]+\s+)?{re.escape(low)}", question, re.IGNORECASE) is not None
+        found = count_occurrences(low, whose, asked_days, only_own=not names, owned=owned) if whose else None
         if found is not None and (found.mentions or found.negated):
             total = _total(question, word, found)
             facts.extend([total] if total else [])

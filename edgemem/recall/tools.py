@@ -705,7 +705,8 @@ def _term_pattern(term: str) -> re.Pattern[str]:
 
 
 def count_occurrences(term: str, evidence: Sequence[Evidence | str],
-                      within: Sequence[tuple[date, date]] = ()) -> Count:
+                      within: Sequence[tuple[date, date]] = (), *, only_own: bool = False,
+                      owned: bool = False) -> Count:
     """How often ``term`` (whole words, case-insensitive, regular plurals included) occurs in the
     evidence texts, in how many items and in how many sessions (MemFlow B.2 counting tool), and how
     many distinct events those mentions describe (:func:`_distinct_events`).
@@ -713,7 +714,9 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str],
     A line that dates several past days for the term ("parkruns: did the 29th and the 5th") tells
     of one event a day. A mention in a plan not yet done (:func:`_planned`: "goal is the parkrun by
     Easter", a day after the last note) is no event: it is kept apart as planned. ``within`` (the
-    spans the question's dates name, "in 2025"): only events on those days count."""
+    spans the question's dates name, "in 2025"): only events on those days count. ``only_own`` (the
+    question asks of the user's own events): a sentence whose subject is someone else tells no event;
+    ``owned`` (it asks of "my" or "our" thing): nor does a thing someone else owns (:func:`_someone_else`)."""
     cleaned = " ".join(term.strip().strip("\"'`").split())
     if not cleaned or not re.search(r"\w", cleaned):
         raise ValueError("count_occurrences needs a word or phrase to count")
@@ -740,6 +743,10 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str],
             # "still havent paid that ticket": the one told before, mentioned again, no event of its own
             mentions += len(found)
             continue
+        if found and only_own and all(_someone_else(text, m, proper, owned) for m in found):
+            # "Jo went climbing without me", "bf has a migraine", "Neighbor's basement flooded": theirs
+            mentions += len(found)
+            continue
         mentions += len(found) or 1
         if isinstance(item, Evidence):
             ids.append(item.note_id)
@@ -760,6 +767,41 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str],
     ahead = tuple(e for e in _distinct_events(planned, recurs) if _on_days(e, within))
     return Count(cleaned, mentions, tuple(ids), len(sessions) if sessions else len(ids), events, negated,
                  bool(within), ahead)
+
+
+# Who else a sentence may be about: the people close to a user, as they write them.
+_RELATION = (r"(?:wife|husband|partner|bf|gf|boyfriend|girlfriend|hubby|mum|mom|mother|dad|father|parents|sister|"
+             r"brother|son|daughter|kids?|children|cousin|aunt|auntie|uncle|nephew|niece|friend|mate|colleague|"
+             r"co-?worker|boss|manager|neighbou?rs?|flatmate|roommate|housemate|nan|gran|grandma|grandad|grandpa)")
+# A sentence opening on someone else ("My wife go to doctor", "bf has a migraine", "Colleague attended
+# the Oxford site visit", "our neighbours' basement"), or whose owner stands right before the thing
+# ("Em's lido season ticket", "Neighbor's basement flooded").
+_OTHER_OPENS = re.compile(rf"^\W*(?:(?:my|our|his|her|their|the)\s+(?:\w+\s+)?)?{_RELATION}\b(?!\s+(?:and|&)\s+(?:i|me)\b)",
+                          re.IGNORECASE)
+_OWNER_BEFORE = re.compile(r"(?<![\w'’])(?!(?:my|our|your|it|that|what|there|here|he|she|who)['’])([A-Za-z][\w-]*)['’]s\s+(?:\w+\s+)?$",
+                           re.IGNORECASE)
+_ME = re.compile(r"\b(?:i|i['’]m|i['’]ve|i['’]d|i['’]ll|im|ive|we|we['’]re|we['’]ve|weve|were\s+all)\b", re.IGNORECASE)
+_OWN_THING = re.compile(r"\b(?:my|our|mine|ours)\b", re.IGNORECASE)
+
+
+def _someone_else(text: str, match: re.Match, proper: set[str], owned: bool = False) -> bool:
+    """The mention tells of someone else's event: its sentence opens on another person (a relation,
+    or a name written capitalised elsewhere, followed by a verb) and says nothing of "I" or "we"
+    before the mention; or, when the user's own thing is asked of (``owned``: "our basement"),
+    another's possessive stands right before it ("Neighbor's basement"). Not otherwise: "Kieran's
+    wedding" is one the user goes to."""
+    lo, _ = _sentence_at(text, match.start())
+    before = text[lo:match.start()]
+    owner = _OWNER_BEFORE.search(before) if owned else None
+    if owner is not None and not re.fullmatch(_term_pattern(match.group(0)).pattern, owner.group(1), re.IGNORECASE):
+        return True
+    if _ME.search(before):
+        return False
+    if _OTHER_OPENS.match(before):
+        return True
+    first = re.match(r"\W*([A-Z][\w-]*)\s+(\w+)", before)
+    return (first is not None and first.group(1) in proper
+            and re.fullmatch(r"(?:went|has|had|got|did|was|is|took|came|saw|ran|swam|\w+ed|\w+s)", first.group(2)) is not None)
 
 
 # A mention that points back at one told before: "that ticket", "the same ticket", "this same race".

@@ -144,6 +144,30 @@ def test_count_occurrences_counts_words_not_substrings() -> None:
     assert count_occurrences("lake", ["the lake", "no"]).note_ids == (0,)  # plain strings: by index
 
 
+def test_counting_the_users_own_events_leaves_out_someone_elses() -> None:
+    said = [Evidence(1, "migraine again, lights off", "2026-05-03T20:00:00", "me"),
+            Evidence(2, "bf has a migraine lol it's contagious", "2026-05-20T20:00:00", "me"),
+            Evidence(3, "My wife had a migraine at work, I picked her up", "2026-05-21T20:00:00", "me"),
+            Evidence(4, "Jo had a migraine too, poor Jo", "2026-05-22T20:00:00", "me"),
+            Evidence(5, "migraine at work, sent home early", "2026-05-25T20:00:00", "me")]
+    assert len(count_occurrences("migraines", said).events) == 5  # whose, asked of no one in particular
+    # "I picked her up" says "I" before nothing: the sentence is still the wife's migraine.
+    assert [e.note_ids for e in count_occurrences("migraines", said, only_own=True).events] == [(1,), (5,)]
+    flooded = [Evidence(1, "Basement flooded overnight, ugh", "2025-03-14T08:00:00", "me"),
+               Evidence(2, "Neighbor's basement flooded, ours fine thanks to the pump", "2025-06-15T08:00:00", "me")]
+    # A sentence opening on the neighbour is theirs.
+    assert len(count_occurrences("basement", flooded).events) == 2
+    assert len(count_occurrences("basement", flooded, only_own=True).events) == 1
+    # Another's possessive right before the thing counts only when the user's own thing is asked of:
+    # "Kieran's wedding" is one the user goes to, "Em's lido pass" is not the user's.
+    weddings = [Evidence(1, "Kieran's wedding is 18th July in Devon", "2026-02-02T08:00:00", "me")]
+    assert len(count_occurrences("wedding", weddings, only_own=True).events) == 1
+    passes = [Evidence(1, "lido pass renewed", "2026-05-02T08:00:00", "me"),
+              Evidence(2, "finally got Em's lido pass sorted", "2026-06-21T08:00:00", "me")]
+    assert len(count_occurrences("lido pass", passes, only_own=True).events) == 2
+    assert len(count_occurrences("lido pass", passes, only_own=True, owned=True).events) == 1
+
+
 def test_execute_count_occurrences_over_the_packed_evidence() -> None:
     call = parse_tool_call("TOOL: count_occurrences | camping")
     assert call is not None
