@@ -359,7 +359,79 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         span = spans[0]
         if found[0] in trips or _names(found[0], span, evidence, moved):
             direct = (span.label, [span.note_id] if span.note_id else [])
+    if len(found) == 1 and _ASKS_CLOCK.search(question):
+        # "When is my annual review now?", "What time is my talk?": the time of day too, as it stands
+        # after the changes told since ("moved to 16 October, same time", "now at 3:30").
+        clock = time_of_day(found[0], evidence, moved)
+        if clock is not None and direct is not None and _WHEN_ASKED.match(question):
+            direct = (f"{direct[0]} at {clock[0]}", list(dict.fromkeys(direct[1] + clock[1])))
+        elif clock is not None and direct is None and _WHAT_TIME.search(question):
+            on = f" on {spans[0].label}" if spans and spans[0].exact and spans[0].start == spans[0].end else ""
+            direct = (f"{clock[0]}{on}", clock[1])
     return Prepared("temporal-reasoning", ordered, facts, direct=direct)
+
+
+_WHAT_TIME = re.compile(r"\bwhat\s+time\b", re.IGNORECASE)
+_WHEN_ASKED = re.compile(r"^\s*when(?:['’]s|\s+(?:is|are|will|does|do))\b", re.IGNORECASE)
+_ASKS_CLOCK = re.compile(rf"{_WHAT_TIME.pattern}|{_WHEN_ASKED.pattern}", re.IGNORECASE)
+# A time of day as people write it: "11am", "3:30pm", "12.30", "15:00", "8:15" (minutes or am/pm, so
+# "the 8-12 slot" and "6 to midnight" are none); not inside a longer number ("24:10" is a run time).
+_CLOCK = re.compile(r"(?<![\d£$€.:/,])(?P<h>[01]?\d|2[0-3])(?:(?P<sep>[:.])(?P<m>[0-5]\d))?\s*(?P<ap>[ap]\.?m\b\.?)?"
+                    r"(?![\d/]|[.:]\d)", re.IGNORECASE)
+# A time asked for and not had: "but they had nothing", "but it was full", "but no luck".
+_REFUSED = re.compile(r"[^.!?]*?\bbut\b[^.!?]*?\b(?:nothing|no|not|full|couldn['’]?t|can['’]?t|didn['’]?t|wouldn['’]?t|"
+                      r"keeping|kept|stuck)\b", re.IGNORECASE)
+_NEAR_HOURS = 4  # a time written without am or pm takes the meridiem of the time it replaces, this near
+
+
+def _clock_in(text: str) -> str | None:
+    """The first time of day in a line (its date labels left out), as written with am/pm, 24-hour
+    times as "3pm" or "8:30am"; None when it gives none."""
+    plain = re.sub(r"\[[^\]]*\]", " ", text)
+    for m in _CLOCK.finditer(plain):
+        if not (m.group("m") or m.group("ap")):
+            continue
+        if _REFUSED.match(plain, m.end()):
+            continue  # "asked about 7:30 instead but they had nothing, keeping our slot"
+        hour, minutes = int(m.group("h")), m.group("m")
+        if m.group("ap"):
+            return f"{hour}{':' + minutes if minutes else ''}{m.group('ap').lower().replace('.', '')}"
+        if m.group("sep") == "." and not minutes:
+            continue
+        if hour >= 13 or m.group("h").startswith("0") or hour == 0:
+            half = "am" if hour < 12 else "pm"
+            twelve = hour % 12 or 12
+            return f"{twelve}{'' if minutes == '00' else ':' + minutes}{half}"
+        return f"{hour}:{minutes}"  # "now at 3:30": the meridiem is the replaced time's
+    return None
+
+
+def time_of_day(event: str, evidence: Sequence[Evidence], moved: Mapping[int, Evidence]) -> tuple[str, list[int]] | None:
+    """The time of day ``event`` stands at: of the lines on it (holding a word of it, or moved by or
+    moving one that does), oldest first, the last to give a time ("same time" keeps the one before);
+    a time without am/pm ("moved us to 8:15") takes the meridiem of the one it replaces when near it."""
+    wanted = terms(event) - _WEEKDAY_WORDS - _ATTEND_WORDS - NOW_TERMS - _TIME_WORDS
+    if not wanted:
+        return None
+    linked = {new.note_id for new in moved.values()} | set(moved)
+    on = [e for e in evidence if e.kind == "raw" and not _assistant(e)
+          and (wanted & terms(e.text) or (e.note_id in linked and any(
+              wanted & terms(o.text) for o in evidence if moved.get(o.note_id) is e or moved.get(e.note_id) is o)))]
+    current: str | None = None
+    cites: list[int] = []
+    for e in sorted(on, key=_said):
+        clock = _clock_in(e.text)
+        if clock is None:
+            continue
+        if re.fullmatch(r"\d{1,2}:\d{2}", clock) and current is not None:
+            before = re.match(r"(\d{1,2})(?::\d{2})?(am|pm)$", current)
+            if before is not None and abs(int(clock.split(":")[0]) % 12 - int(before.group(1)) % 12) <= _NEAR_HOURS:
+                clock += before.group(2)
+        current, cites = clock, [e.note_id]
+    return (current, cites) if current is not None else None
+
+
+_TIME_WORDS = terms("time times clock hour hours gmt bst utc cet pst est")
 
 
 # "By how much did the operation get delayed?", "how much later than planned did I move in?": how far

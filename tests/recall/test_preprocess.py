@@ -1129,6 +1129,24 @@ def test_a_move_of_the_way_home_moves_only_the_last_day() -> None:
     assert nights.direct[0].startswith("7 nights (18 September 2025 to 25 September 2025)")
 
 
+def test_when_a_plan_is_now_gives_its_time_of_day_after_the_changes() -> None:
+    review = [told(1, "Annual performance review scheduled: 14 October, 11:00.", "2026-09-28T09:00:00", "me"),
+              told(2, "My manager has requested moving the review to 16 October, same time.", "2026-10-02T15:00:00", "me"),
+              told(3, "The review has been moved back to the original date, 14 October, but at 15:00.",
+                   "2026-10-07T10:00:00", "me")]
+    assert prepare("temporal-reasoning", "When is my annual review now?", review).direct == (
+        "14 October 2026 at 3pm", [1, 3])
+    # A time without am/pm takes the meridiem of the one it replaces; one asked for and not had is none.
+    booking = [told(1, "Booked Rosa's for Valentine's, 7pm", "2026-02-01T12:00:00", "me"),
+               told(2, "Rosa's called, they overbooked, moved us to 8:15", "2026-02-05T18:00:00", "me"),
+               told(3, "Called Rosa's to ask about 7:30 instead but they had nothing, keeping our slot",
+                    "2026-02-12T20:00:00", "me")]
+    assert prepare("temporal-reasoning", "What time is our reservation at Rosa's?", booking).direct[0].startswith("8:15pm")
+    # A run time is no time of day.
+    runs = [told(1, "parkrun pb 24:10", "2025-05-03T10:00:00", "me")]
+    assert prepare("temporal-reasoning", "What time is my parkrun?", runs).direct is None
+
+
 @pytest.mark.parametrize("text, days", [
     ("pushed the christening back a week", 7), ("the start is moved one week later", 7),
     ("Launch postponed by one week following QA findings.", 7), ("the flight is changed to one day earlier", -1),
