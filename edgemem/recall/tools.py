@@ -352,7 +352,8 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
     wanted = terms(event) - _DATE_ONLY
     if not wanted:
         return None
-    best: tuple[bool, int, bool, bool, float, int] | None = None
+    mine = _MY.search(event) is not None
+    best: tuple[bool, bool, int, bool, bool, float, int] | None = None
     chosen: Evidence | str | None = None
     for i, item in enumerate(evidence):
         if isinstance(item, Evidence) and item.kind == "summary":
@@ -362,11 +363,13 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
             continue
         dated = bool(_note_dates(item)) or _said_day(item) is not None
         current = not (isinstance(item, Evidence) and item.stale)  # a moved plan's old dates are not its date
+        # "when's my hair appointment?": "gemma's hair appt is tues" is hers, a line of the user's first
+        own = not (mine and _owned_by_another(_text(item), wanted))
         # Of lines as close, one that states a day: "hen weekend in Marseille, 29 to 31 May" over "hen
         # weekend in a month".
         daily = isinstance(item, Evidence) and any(
             d.get("granularity", "day") == "day" and not d.get("approximate") for d in item.dates)
-        key = (current, overlap, dated, daily, item.score if isinstance(item, Evidence) else 0.0, -i)
+        key = (own, current, overlap, dated, daily, item.score if isinstance(item, Evidence) else 0.0, -i)
         if best is None or key > best:
             best, chosen = key, item
     if chosen is None:
@@ -386,6 +389,19 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
     if said is None:
         return None
     return Grounded(event, said, said, day_label(said), True, note_id)
+
+
+_MY = re.compile(r"\b(?:my|our)\b", re.IGNORECASE)
+
+
+def _owned_by_another(text: str, wanted: set[str]) -> bool:
+    """Another's possessive stands right before the first word of ``wanted`` the line holds ("gemma's
+    hair appt", "Dave's MOT")."""
+    for word in _WORD.finditer(text):
+        if terms(word.group(0)) & wanted:
+            owner = _OWNER_BEFORE.search(text, max(0, word.start() - 40), word.start())
+            return owner is not None and not terms(owner.group(1)) & wanted
+    return False
 
 
 # A stretch of days closes with one of these just before its last day: "stay until the 2nd of

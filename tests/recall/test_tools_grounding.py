@@ -92,6 +92,15 @@ def test_ground_reads_the_stored_date_of_the_best_matching_note() -> None:
     assert ground("today", HISTORY) is None  # a date word names no event
 
 
+def test_my_thing_is_grounded_on_my_line_not_someone_elses() -> None:
+    hair = [note(2, "gemma's hair appt is on Tuesday", "2025-05-11T15:00:00", "s2"),
+            note(1, "hair appt on Saturday 11am", "2025-05-05T09:00:00", "s1")]
+    mine = ground("my hair appointment", hair)
+    assert mine is not None and (mine.start, mine.note_id) == (date(2025, 5, 10), 1)
+    hers = ground("gemma's hair appointment", hair)
+    assert hers is not None and (hers.start, hers.note_id) == (date(2025, 5, 13), 2)
+
+
 @pytest.mark.parametrize(
     "reply",
     [
