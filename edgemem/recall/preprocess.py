@@ -601,10 +601,12 @@ def _the_one(found: list[str]) -> list[str]:
 # Clevedon job ... now finishing on the 5th") leaves the first telling in force: its first day stands.
 _REDATE = re.compile(
     r"\b(?:now|moved?|moves|changed?|changes|updated?|instead|extend(?:ed|ing)?|postponed?|resched\w*|"
-    r"pushed|bumped|shifted|brought\s+forward|delayed|not\s+the)\b", re.IGNORECASE,
+    r"pushed|bumped|shifted|brought\s+forward|delayed|not\s+the|re-?book(?:ed|ing)?|re-?listed|re-?arranged|"
+    r"switched|swapped)\b", re.IGNORECASE,
 )
 _REDATE_TERMS = terms("now move moved moves change changed changes update updated instead extend extended extending "
                       "postpone postponed reschedule rescheduled push pushed back brought forward delay delayed plan "
+                      "rebook rebooked relisted rearranged switched swapped "
                       "booked leaving leave back from until jan feb mar apr jun jul aug sep sept oct nov dec "
                       "monday tuesday wednesday thursday friday saturday sunday " + " ".join(MONTH_NAMES))
 

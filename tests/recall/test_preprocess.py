@@ -1129,6 +1129,14 @@ def test_a_move_of_the_way_home_moves_only_the_last_day() -> None:
     assert nights.direct[0].startswith("7 nights (18 September 2025 to 25 September 2025)")
 
 
+def test_a_plan_relisted_or_rebooked_is_moved() -> None:
+    hearing = [told(1, "The hearing is listed for 3 February at 10:30.", "2026-01-12T09:00:00", "me"),
+               told(2, "Counsel advises that the hearing has been relisted to 5 February.", "2026-01-30T16:00:00", "me"),
+               told(3, "Judgment handed down this morning.", "2026-02-27T11:00:00", "me")]
+    assert prepare("temporal-reasoning", "How many days after the hearing was judgment handed down?", hearing).direct[0] \
+        .startswith("22 days")
+
+
 def test_when_a_plan_is_now_gives_its_time_of_day_after_the_changes() -> None:
     review = [told(1, "Annual performance review scheduled: 14 October, 11:00.", "2026-09-28T09:00:00", "me"),
               told(2, "My manager has requested moving the review to 16 October, same time.", "2026-10-02T15:00:00", "me"),
