@@ -1119,6 +1119,13 @@ def _numeric_date(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
         day_number, month = b, a
     elif a <= 12 and b <= 12:
         day_number, month = a, b
+        if year_text is None and a != b:
+            # Either number may be the month: the reading that falls nearer the day it was said
+            # ("booked Jiffy Lube for 10/4" on 29 September is 4 October, not next April).
+            readings = [c for c in (_choose(_yearly(b, a, ctx), ctx, _reading(m, ctx)),
+                                    _choose(_yearly(a, b, ctx), ctx, _reading(m, ctx))) if c is not None]
+            if readings:
+                return _make(m, *min(readings, key=lambda c: _distance(c, ctx.day)), "day")
     else:
         return None
     if year_text is not None:

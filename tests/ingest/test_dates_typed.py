@@ -39,7 +39,11 @@ WED = datetime(2026, 3, 11, 10, 0)  # Wednesday 11 March 2026
     ("Fancy a pint in a fortnight?", WED, [("in a fortnight", "2026-03-25", "2026-03-25")]),
     ("Please note that payment was received on 21/06/2025.", WED, [("21/06/2025", "2025-06-21", "2025-06-21")]),
     ("Our lease is up 9/30 so we gotta find a place.", WED, [("9/30", "2026-09-30", "2026-09-30")]),
-    ("I paid the water bill on 3/2", WED, [("3/2", "2026-02-03", "2026-02-03")]),
+    # Either number may be the month: the reading nearer the day it was said.
+    ("I paid the water bill on 3/2", WED, [("3/2", "2026-03-02", "2026-03-02")]),
+    ("I paid the water bill on 3/2", datetime(2026, 2, 10, 9), [("3/2", "2026-02-03", "2026-02-03")]),
+    ("Car's due for an oil change, booked Jiffy Lube for 10/4", datetime(2025, 9, 29, 8),
+     [("10/4", "2025-10-04", "2025-10-04")]),
     ("We're driving up for Memorial Day weekend.", WED, [("Memorial Day weekend", "2026-05-23", "2026-05-25")]),
     ("The spring bank holiday is when we go", WED, [("spring bank holiday", "2026-05-25", "2026-05-25")]),
     ("pancake day 2day!", datetime(2026, 2, 17, 9), [("pancake day", "2026-02-17", "2026-02-17"),
