@@ -359,6 +359,8 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         span = spans[0]
         if found[0] in trips or _names(found[0], span, evidence, moved):
             direct = (span.label, [span.note_id] if span.note_id else [])
+        elif _ASKS_PLAN.search(question) or _FINAL.search(question):
+            direct = _moved_on(found[0], span, evidence, moved)
     if len(found) == 1 and _ASKS_CLOCK.search(question):
         # "When is my annual review now?", "What time is my talk?": the time of day too, as it stands
         # after the changes told since ("moved to 16 October, same time", "now at 3:30").
@@ -369,6 +371,29 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
             on = f" on {spans[0].label}" if spans and spans[0].exact and spans[0].start == spans[0].end else ""
             direct = (f"{clock[0]}{on}", clock[1])
     return Prepared("temporal-reasoning", ordered, facts, direct=direct)
+
+
+def _moved_on(event: str, span: Grounded, evidence: Sequence[Evidence], moved: Mapping[int, Evidence]) -> tuple[str, list[int]] | None:
+    """The day a plan stands at after the moves told since, when its line names the event as asked and
+    the lines that moved it do not ("Max's knee surgery is set for 9/10" … "Another delay 😩 now 9/22")."""
+    named = terms(_FINAL.sub(" ", event)) - _WEEKDAY_WORDS - _ATTEND_WORDS - NOW_TERMS
+    line = next((e for e in evidence if e.note_id == span.note_id), None)
+    if line is None or line.note_id not in moved or not named or not named <= terms(line.text):
+        return None
+    day, cites, seen = span.start, [line.note_id], {line.note_id}
+    current = line
+    while current.note_id in moved and moved[current.note_id].note_id not in seen:
+        onward = _plan_days(moved[current.note_id]) - _plan_days(current)
+        if not onward:
+            return None
+        current = moved[current.note_id]
+        seen.add(current.note_id)
+        first, last = min(onward, key=lambda d: abs((d[0] - day).days))
+        if first != last:
+            return None
+        day = first
+        cites.append(current.note_id)
+    return (day_label(day), cites) if len(cites) > 1 else None
 
 
 _WHAT_TIME = re.compile(r"\bwhat\s+time\b", re.IGNORECASE)
@@ -461,10 +486,11 @@ def _shift(question: str, evidence: Sequence[Evidence], moved: Mapping[int, Evid
     named = terms(question) - _SHIFT_WORDS
     by_id = {e.note_id: e for e in evidence}
     pairs = []
+    later = {new.note_id for new in moved.values()}
     for old_id, new in moved.items():
         old = by_id.get(old_id)
-        if old is None or not named:
-            continue
+        if old is None or not named or old_id in later:
+            continue  # a plan that is itself a move is counted from the first one told
         told = terms(old.text) | terms(new.text)
         if len(named & told) * 2 < len(named):
             continue  # at least half of what the question names it by
@@ -474,6 +500,17 @@ def _shift(question: str, evidence: Sequence[Evidence], moved: Mapping[int, Evid
         (first, first_end), = before
         to = min(after, key=lambda d: abs((d[0] - first).days))
         if first != first_end or to[0] != to[1]:
+            continue
+        # Moved again ("Vet is out sick, moved to 9/17" then "Another delay 😩 now 9/22"): to the last day.
+        seen = {old_id}
+        while new.note_id in moved and new.note_id not in seen:
+            seen.add(new.note_id)
+            onward = _plan_days(moved[new.note_id]) - _plan_days(new)
+            if not onward:
+                break
+            new = moved[new.note_id]
+            to = min(onward, key=lambda d: abs((d[0] - to[0]).days))
+        if to[0] != to[1]:
             continue
         pairs.append((len(named & told), first, to[0], old.note_id, new.note_id))
     for e in evidence:  # one line telling both: "we did NOT move yesterday [25 April]. pushed to sat 9 may"
@@ -647,24 +684,35 @@ def redated(evidence: Sequence[Evidence], topic: frozenset[str] | set[str] = fro
         return user if who in ASSISTANT_SPEAKERS else who
 
     change_words = _REDATE_TERMS - set(topic)
-    for old, old_days in plans:
-        about = terms(old.text) - change_words
-        for new, new_days in plans:
-            if _said(new) <= _said(old) or not new_days - old_days or _REDATE.search(new.text) is None:
-                continue
-            if len(new_days) == 1 and next(iter(new_days))[0] == next(iter(new_days))[1] and _ENDS.search(new.text) \
-                    and not _SHIFT_BY.search(new.text):
-                continue  # "now finishing on the 5th": a new last day, the first one stands ("pushed back a week" moves it)
-            if teller(old) != teller(new):
-                continue  # someone else's plan
-            if min(abs((a[0] - b[0]).days) for a in old_days for b in new_days) > _MOVED_BY:
-                continue  # "the wedding is on 13 June" is not moved by "more news: … we move on 28 february"
-            if new.day is not None and (new.day - max(b[1] for b in old_days)).days > _PASSED_BY:
-                continue  # "first session is thursday 12 march" was over long before "… so seun moved it"
-            if _assistant(new) and not _assistant(old) and new.day == old.day:
-                continue  # "Updated: Lisbon from 22 to 30 September": the user's line restated, not moved
-            if about & terms(new.text) and (old.note_id not in out or _said(new) > _said(out[old.note_id])):
-                out[old.note_id] = new
+
+    def may_move(old: Evidence, old_days: set[tuple[date, date]], new: Evidence, new_days: set[tuple[date, date]]) -> bool:
+        if _said(new) <= _said(old) or not new_days - old_days or _REDATE.search(new.text) is None:
+            return False
+        if len(new_days) == 1 and next(iter(new_days))[0] == next(iter(new_days))[1] and _ENDS.search(new.text) \
+                and not _SHIFT_BY.search(new.text):
+            return False  # "now finishing on the 5th": a new last day, the first one stands ("pushed back a week" moves it)
+        if teller(old) != teller(new):
+            return False  # someone else's plan
+        if min(abs((a[0] - b[0]).days) for a in old_days for b in new_days) > _MOVED_BY:
+            return False  # "the wedding is on 13 June" is not moved by "more news: … we move on 28 february"
+        if new.day is not None and (new.day - max(b[1] for b in old_days)).days > _PASSED_BY:
+            return False  # "first session is thursday 12 march" was over long before "… so seun moved it"
+        # "Updated: Lisbon from 22 to 30 September": the user's line restated, not moved
+        return not (_assistant(new) and not _assistant(old) and new.day == old.day)
+
+    def keep(old: Evidence, new: Evidence) -> None:
+        if old.note_id not in out or _said(new) > _said(out[old.note_id]):
+            out[old.note_id] = new
+
+    subjects = {e.note_id: terms(e.text) - change_words for e, _ in plans}
+    for new, new_days in plans:
+        movable = [(old, days) for old, days in plans if may_move(old, days, new, new_days)]
+        named = [old for old, _ in movable if subjects[old.note_id] & terms(new.text)]
+        for old in named:
+            keep(old, new)
+        if movable and not named and not any(subjects[e.note_id] & terms(new.text) for e, _ in plans if e is not new):
+            # "Another delay 😩 now 9/22": a change that names nothing moves the plan told last before it
+            keep(max(movable, key=lambda p: _said(p[0]))[0], new)
     return out
 
 

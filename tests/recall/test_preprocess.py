@@ -1137,6 +1137,15 @@ def test_a_plan_relisted_or_rebooked_is_moved() -> None:
         .startswith("22 days")
 
 
+def test_a_change_that_names_nothing_moves_the_plan_told_last_and_moves_add_up() -> None:
+    surgery = [told(1, "Max's knee surgery is set for 9/10", "2026-09-01T18:00:00", "me"),
+               told(2, "Vet is out sick, Max's surgery moved to 9/17", "2026-09-08T12:00:00", "me"),
+               told(3, "Another delay 😩 now 9/22", "2026-09-15T09:00:00", "me")]
+    assert prepare("temporal-reasoning", "By how many days was Max's surgery delayed in total?", surgery).direct == (
+        "12 days later: planned for 10 September 2026, moved to 22 September 2026", [1, 3])
+    assert prepare("temporal-reasoning", "When is Max's surgery now?", surgery).direct[0] == "22 September 2026"
+
+
 def test_when_a_plan_is_now_gives_its_time_of_day_after_the_changes() -> None:
     review = [told(1, "Annual performance review scheduled: 14 October, 11:00.", "2026-09-28T09:00:00", "me"),
               told(2, "My manager has requested moving the review to 16 October, same time.", "2026-10-02T15:00:00", "me"),
