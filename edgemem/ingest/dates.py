@@ -1394,7 +1394,9 @@ _RANGE_LEAD = r"(?:\b(?P<between>between)\s+|\bfrom\s+)?"
 # noun ("the 14th floor", "the 14th century").
 _AFTER_ORDINAL = (
     r"(?=\s*(?:[.,;:!?()\u2600-\u27bf\U0001f300-\U0001faff]|$)|\s+(?:at|and|or|but|so|for|then|when|in|with|to|until|till|before|after|"
-    r"around|about|because|cos|if|as|too|also|i|we|you|he|she|they|is|was|will|works?)\b)"
+    r"around|about|because|cos|if|as|too|also|i|we|you|he|she|they|is|was|will|works?|"
+    # "back on the 17th now", "the 12th instead": a word that ends the thought, not a noun the number counts
+    r"now|instead|again|though|tho|hopefully|probably|maybe|lol|pls|please|thanks|ok|okay|yeah)\b)"
 )
 
 _RULES: list[tuple[re.Pattern, _Rule]] = [

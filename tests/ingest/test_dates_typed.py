@@ -66,6 +66,7 @@ WED = datetime(2026, 3, 11, 10, 0)  # Wednesday 11 March 2026
      [("3/22-3/26", "2027-03-22", "2027-03-26")]),
     ("The Christmas closure runs from Christmas Eve until New Year's Day.", datetime(2026, 11, 25, 10),
      [("Christmas Eve until New Year's Day", "2026-12-24", "2027-01-01")]),
+    ("Pattersons extending by two days, back on the 17th now", datetime(2026, 8, 12, 18), [("the 17th", "2026-08-17", "2026-08-17")]),
     ("Before two days I have paid the electricity bill.", datetime(2026, 1, 8, 9), [("Before two days", "2026-01-06", "2026-01-06")]),
 ])
 def test_a_typed_date_is_read(text: str, when: datetime, expected: list) -> None:
