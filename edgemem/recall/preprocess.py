@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
+from dateutil.relativedelta import relativedelta
+
 from edgemem.recall.evidence import (
     ANNOTATION, ASSISTANT_SPEAKERS, NOW_TERMS, TIME_FRAME_TERMS, Evidence, jaccard, parse_iso_day, terms,
 )
@@ -112,7 +114,7 @@ def prepare(
     """Tier-3 preprocessing for ``tag``; tags without a Tier-3 step pass through unchanged.
     ``asked_days``: the spans the question's own dates name (an overview of "December").
     ``similar``: each note's cosine to the question (an overview's lines about its subject)."""
-    evidence = with_relative_moves(evidence)
+    evidence = with_relative_moves(with_plan_months(evidence))
     if tag == "temporal-reasoning":
         return temporal(question, evidence, reference=reference, supersedes=supersedes, asked_days=asked_days)
     if tag == "conflict-resolution":
@@ -801,6 +803,57 @@ def with_relative_moves(evidence: Sequence[Evidence]) -> list[Evidence]:
             moved.append({"phrase": phrase, "start": first.isoformat(), "end": last.isoformat(), "granularity": "day",
                           "approximate": False, "label": label})
         out[i] = replace(e, dates=moved)
+    return out
+
+
+# A day of the month written without its month: "now 3rd-9th", "flying out the 3rd, still back the 15th".
+_MONTHLESS = re.compile(r"(?:the\s+)?\d{1,2}(?:st|nd|rd|th)?(?:\s*(?:[-–]|to|till|until|through)\s*(?:the\s+)?"
+                        r"\d{1,2}(?:st|nd|rd|th)?)?", re.IGNORECASE)
+_PLAN_MONTH_BY = 31  # days: a changed day this near the plan it changes is in the plan's month
+
+
+def with_plan_months(evidence: Sequence[Evidence]) -> list[Evidence]:
+    """Evidence where a change line's days written without a month ("ok changed flights, now 3rd-9th",
+    said 20 May about "ibiza!!! 2-9 july") are placed in the month of the plan its teller told last
+    before it and still ahead then, when that puts them nearer it: the write path, reading the line
+    alone, placed them in the nearest month (3-9 May, already gone)."""
+    out = list(evidence)
+    for i, e in enumerate(out):
+        if e.kind != "raw" or e.day is None or _assistant(e) or _REDATE.search(e.text) is None:
+            continue
+        plans = [(p, days) for p in out if p.kind == "raw" and _same_speaker(p, e) and _said(p) < _said(e)
+                 and (days := _plan_days(p)) and max(b for _, b in days) >= e.day]
+        if not plans:
+            continue
+        plan, days = max(plans, key=lambda t: _said(t[0]))
+        lo, hi = min(a for a, _ in days), max(b for _, b in days)
+        dates, text = [], e.text
+        for d in e.dates:
+            start, end = parse_iso_day(d.get("start")), parse_iso_day(d.get("end") or d.get("start"))
+            if start is None or end is None or not _MONTHLESS.fullmatch(str(d.get("phrase", "")).strip()):
+                dates.append(d)
+                continue
+            best = None
+            for shift in range(-2, 3):
+                try:
+                    a = (lo.replace(day=1) + relativedelta(months=shift)).replace(day=start.day)
+                    b = a + (end - start)
+                except ValueError:
+                    continue
+                away = 0 if a <= hi and b >= lo else min(abs((a - hi).days), abs((lo - b).days))
+                if a >= e.day and away <= _PLAN_MONTH_BY and (best is None or away < best[0]):
+                    best = (away, a, b)
+            near = 0 if start <= hi and end >= lo else min(abs((start - hi).days), abs((lo - end).days))
+            if best is None or (best[1], best[2]) == (start, end) or (start >= e.day and near <= best[0]):
+                dates.append(d)
+                continue
+            _, a, b = best
+            label = day_label(a) if a == b else f"{day_label(a)} to {day_label(b)}"
+            if d.get("label"):
+                text = text.replace(f"[{d['label']}]", f"[{label}]", 1)
+            dates.append({**d, "start": a.isoformat(), "end": b.isoformat(), "label": label})
+        if dates != list(e.dates):
+            out[i] = replace(e, text=text, dates=dates)
     return out
 
 

@@ -501,7 +501,10 @@ def stretch(event: str, evidence: Sequence[Evidence], within: Sequence[tuple[dat
     # Outdated by a line that moved it ("Oslo kickoff moved to 26-28 january"): the new dates, when
     # that line holds at least half of what singled this one out (a line that outdated everything
     # naming Noor does not move Noor's mum's visit).
-    if moved is not None and sum(1 / spread[t] for t in held_by[id(newer)]) >= best[0] / 2:
+    # A line that moved it naming nothing ("ok changed flights, now 3rd-9th" for "ibiza!!! 2-9 july")
+    # gives the new dates when they lie close to the old ones.
+    near = moved is not None and not held_by[id(newer)] and max(abs((moved[0] - start).days), abs((moved[1] - end).days)) <= _MOVED_END
+    if moved is not None and (sum(1 / spread[t] for t in held_by[id(newer)]) >= best[0] / 2 or near):
         item, (start, end) = newer, moved
     elif newer is not None and moved is None:
         # Moved one leg ("our return flight got pushed a day later", stored as the day it went to):

@@ -1146,6 +1146,19 @@ def test_a_change_that_names_nothing_moves_the_plan_told_last_and_moves_add_up()
     assert prepare("temporal-reasoning", "When is Max's surgery now?", surgery).direct[0] == "22 September 2026"
 
 
+def test_a_changed_day_without_its_month_takes_the_month_of_the_plan_it_changes() -> None:
+    trip = [told(1, "ibiza!!! 2-9 july 🏝️", "2026-05-01T21:00:00", "me"),
+            told(2, "ok changed flights, now 3rd-9th, cheaper", "2026-05-20T12:00:00", "me")]
+    assert trip[1].text == "ok changed flights, now 3rd-9th [3–9 May 2026], cheaper"  # the line alone: May
+    assert prepare("temporal-reasoning", "how many nights are we in ibiza?", trip).direct[0].startswith(
+        "6 nights (3 July 2026 to 9 July 2026)")
+    house = [told(1, "Pattersons want us to house-sit while they're in Canada, 1st–15th August", "2026-07-01T19:00:00", "me"),
+             told(2, "They've changed flights, now flying out the 3rd, still back the 15th", "2026-07-20T12:00:00", "me"),
+             told(3, "Pattersons extending by two days, back on the 17th now", "2026-08-12T18:00:00", "me")]
+    assert prepare("temporal-reasoning", "How many nights did we house-sit for the Pattersons?", house).direct[0] \
+        .startswith("14 nights (3 August 2026 to 17 August 2026)")
+
+
 def test_when_a_plan_is_now_gives_its_time_of_day_after_the_changes() -> None:
     review = [told(1, "Annual performance review scheduled: 14 October, 11:00.", "2026-09-28T09:00:00", "me"),
               told(2, "My manager has requested moving the review to 16 October, same time.", "2026-10-02T15:00:00", "me"),
