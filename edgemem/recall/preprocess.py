@@ -655,6 +655,9 @@ _ENDS = re.compile(r"\b(?:finish\w*|end(?:s|ing)?|until|till|back|home|leav\w*|r
 
 
 _MOVED_BY = 62  # days: a plan told again further away than this is another plan
+# Unless the line says it was put off: "gig rescheduled 😩 new date 9 oct" moves the June gig.
+_RESCHEDULED = re.compile(r"\b(?:resched\w*|postponed|new\s+date|re-?book(?:ed|ing)?|re-?listed)\b", re.IGNORECASE)
+_RESCHEDULED_BY = 366
 
 
 def _plan_days(e: Evidence) -> set[tuple[date, date]]:
@@ -695,7 +698,8 @@ def redated(evidence: Sequence[Evidence], topic: frozenset[str] | set[str] = fro
             return False  # "now finishing on the 5th": a new last day, the first one stands ("pushed back a week" moves it)
         if teller(old) != teller(new):
             return False  # someone else's plan
-        if min(abs((a[0] - b[0]).days) for a in old_days for b in new_days) > _MOVED_BY:
+        if min(abs((a[0] - b[0]).days) for a in old_days for b in new_days) > (
+                _RESCHEDULED_BY if _RESCHEDULED.search(new.text) else _MOVED_BY):
             return False  # "the wedding is on 13 June" is not moved by "more news: … we move on 28 february"
         if new.day is not None and (new.day - max(b[1] for b in old_days)).days > _PASSED_BY:
             return False  # "first session is thursday 12 march" was over long before "… so seun moved it"

@@ -1159,6 +1159,12 @@ def test_a_changed_day_without_its_month_takes_the_month_of_the_plan_it_changes(
         .startswith("14 nights (3 August 2026 to 17 August 2026)")
 
 
+def test_a_plan_put_off_for_months_is_moved_when_the_line_says_so() -> None:
+    gig = [told(1, "got tix for the wolf alice gig!!! 12 june", "2026-02-14T22:00:00", "me"),
+           told(2, "gig rescheduled 😩 new date 9 oct. refunds available. not refunding obvs", "2026-04-22T08:30:00", "me")]
+    assert prepare("temporal-reasoning", "what date is the wolf alice gig?", gig).direct == ("9 October 2026", [2])
+
+
 def test_when_a_plan_is_now_gives_its_time_of_day_after_the_changes() -> None:
     review = [told(1, "Annual performance review scheduled: 14 October, 11:00.", "2026-09-28T09:00:00", "me"),
               told(2, "My manager has requested moving the review to 16 October, same time.", "2026-10-02T15:00:00", "me"),
