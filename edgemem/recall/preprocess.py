@@ -785,24 +785,16 @@ def with_relative_moves(evidence: Sequence[Evidence]) -> list[Evidence]:
         # The old day the line names ("can't do the 14th") is the plan's, not where it went.
         moved = [d for d in e.dates if (parse_iso_day(d.get("start")), parse_iso_day(d.get("end") or d.get("start")))
                  not in days]
-        leg = _LEG_BACK.search(e.text) is not None, _LEG_OUT.search(e.text) is not None
+        back, way_out = _LEG_BACK.search(e.text) is not None, _LEG_OUT.search(e.text) is not None
+        one_leg = back != way_out and (len(days) > 1 or any(a < b for a, b in days))
         ordered = sorted(days)
         for start, end in ordered:
-            if leg[0] != leg[1] and len(ordered) + (start < end) > 1:
-                # "our return flight got pushed a day later": only the way home moves, the day out stands
-                keep_first = leg[0]
-                if start < end:
-                    first = start if keep_first else start + timedelta(days=shift)
-                    last = end + timedelta(days=shift) if keep_first else end
-                elif (start == ordered[-1][0]) == keep_first:
-                    first = last = start + timedelta(days=shift)
-                else:
-                    continue
-                label = day_label(first) if first == last else f"{day_label(first)} to {day_label(last)}"
-                moved.append({"phrase": phrase, "start": first.isoformat(), "end": last.isoformat(),
-                              "granularity": "day", "approximate": False, "label": label})
-                continue
             first, last = start + timedelta(days=shift), end + timedelta(days=shift)
+            if one_leg:  # "our return flight got pushed a day later": only the way home moves
+                if start < end:
+                    first, last = (start, last) if back else (first, end)
+                elif (start == ordered[-1][0]) != back:
+                    continue  # the other leg's day stands
             label = day_label(first) if first == last else f"{day_label(first)} to {day_label(last)}"
             moved.append({"phrase": phrase, "start": first.isoformat(), "end": last.isoformat(), "granularity": "day",
                           "approximate": False, "label": label})

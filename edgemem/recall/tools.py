@@ -503,7 +503,8 @@ def stretch(event: str, evidence: Sequence[Evidence], within: Sequence[tuple[dat
     # naming Noor does not move Noor's mum's visit).
     # A line that moved it naming nothing ("ok changed flights, now 3rd-9th" for "ibiza!!! 2-9 july")
     # gives the new dates when they lie close to the old ones.
-    near = moved is not None and not held_by[id(newer)] and max(abs((moved[0] - start).days), abs((moved[1] - end).days)) <= _MOVED_END
+    near = (moved is not None and not held_by[id(newer)]
+            and max(abs((moved[0] - start).days), abs((moved[1] - end).days)) <= _MOVED_END)
     if moved is not None and (sum(1 / spread[t] for t in held_by[id(newer)]) >= best[0] / 2 or near):
         item, (start, end) = newer, moved
     elif newer is not None and moved is None:
@@ -799,8 +800,7 @@ _OTHER_OPENS = re.compile(rf"^\W*(?:(?:my|our|his|her|their|the)\s+(?:\w+\s+)?)?
                           re.IGNORECASE)
 _OWNER_BEFORE = re.compile(r"(?<![\w'’])(?!(?:my|our|your|it|that|what|there|here|he|she|who)['’])([A-Za-z][\w-]*)['’]s\s+(?:\w+\s+)?$",
                            re.IGNORECASE)
-_ME = re.compile(r"\b(?:i|i['’]m|i['’]ve|i['’]d|i['’]ll|im|ive|we|we['’]re|we['’]ve|weve|were\s+all)\b", re.IGNORECASE)
-_OWN_THING = re.compile(r"\b(?:my|our|mine|ours)\b", re.IGNORECASE)
+_ME = re.compile(r"\b(?:i|i['’]m|i['’]ve|i['’]d|i['’]ll|im|ive|we|we['’]re|we['’]ve|weve)\b", re.IGNORECASE)
 
 
 def _someone_else(text: str, match: re.Match, proper: set[str], owned: bool = False) -> bool:
@@ -812,8 +812,8 @@ def _someone_else(text: str, match: re.Match, proper: set[str], owned: bool = Fa
     lo, _ = _sentence_at(text, match.start())
     before = text[lo:match.start()]
     owner = _OWNER_BEFORE.search(before) if owned else None
-    if owner is not None and not re.fullmatch(_term_pattern(match.group(0)).pattern, owner.group(1), re.IGNORECASE):
-        return True
+    if owner is not None and not terms(owner.group(1)) & terms(match.group(0)):
+        return True  # "Em's lido" for the lido; "Lido's open" is the lido itself
     if _ME.search(before):
         return False
     if _OTHER_OPENS.match(before):
