@@ -408,6 +408,7 @@ _CLOCK = re.compile(r"(?<![\d£$€.:/,])(?P<h>[01]?\d|2[0-3])(?:(?P<sep>[:.])(?
 # A time asked for and not had: "but they had nothing", "but it was full", "but no luck".
 _REFUSED = re.compile(r"[^.!?]*?\bbut\b[^.!?]*?\b(?:nothing|no|not|full|couldn['’]?t|can['’]?t|didn['’]?t|wouldn['’]?t|"
                       r"keeping|kept|stuck)\b", re.IGNORECASE)
+_REFUSED_WITHIN = 120  # characters after the time that may refuse it
 _NEAR_HOURS = 4  # a time written without am or pm takes the meridiem of the time it replaces, this near
 
 
@@ -418,7 +419,7 @@ def _clock_in(text: str) -> str | None:
     for m in _CLOCK.finditer(plain):
         if not (m.group("m") or m.group("ap")):
             continue
-        if _REFUSED.match(plain, m.end()):
+        if _REFUSED.match(plain, m.end(), m.end() + _REFUSED_WITHIN):
             continue  # "asked about 7:30 instead but they had nothing, keeping our slot"
         hour, minutes = int(m.group("h")), m.group("m")
         if m.group("ap"):
@@ -440,10 +441,9 @@ def time_of_day(event: str, evidence: Sequence[Evidence], moved: Mapping[int, Ev
     wanted = terms(event) - _WEEKDAY_WORDS - _ATTEND_WORDS - NOW_TERMS - _TIME_WORDS
     if not wanted:
         return None
-    linked = {new.note_id for new in moved.values()} | set(moved)
-    on = [e for e in evidence if e.kind == "raw" and not _assistant(e)
-          and (wanted & terms(e.text) or (e.note_id in linked and any(
-              wanted & terms(o.text) for o in evidence if moved.get(o.note_id) is e or moved.get(e.note_id) is o)))]
+    holding = {e.note_id for e in evidence if wanted & terms(e.text)}
+    partners = {moved[i].note_id for i in holding if i in moved} | {old for old, new in moved.items() if new.note_id in holding}
+    on = [e for e in evidence if e.kind == "raw" and not _assistant(e) and e.note_id in holding | partners]
     current: str | None = None
     cites: list[int] = []
     for e in sorted(on, key=_said):
@@ -713,10 +713,11 @@ def redated(evidence: Sequence[Evidence], topic: frozenset[str] | set[str] = fro
     subjects = {e.note_id: terms(e.text) - change_words for e, _ in plans}
     for new, new_days in plans:
         movable = [(old, days) for old, days in plans if may_move(old, days, new, new_days)]
-        named = [old for old, _ in movable if subjects[old.note_id] & terms(new.text)]
+        said = terms(new.text)
+        named = [old for old, _ in movable if subjects[old.note_id] & said]
         for old in named:
             keep(old, new)
-        if movable and not named and not any(subjects[e.note_id] & terms(new.text) for e, _ in plans if e is not new):
+        if movable and not named and not any(subjects[e.note_id] & said for e, _ in plans if e is not new):
             # "Another delay 😩 now 9/22": a change that names nothing moves the plan told last before it
             keep(max(movable, key=lambda p: _said(p[0]))[0], new)
     return out

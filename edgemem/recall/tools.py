@@ -811,7 +811,7 @@ def _someone_else(text: str, match: re.Match, proper: set[str], owned: bool = Fa
     wedding" is one the user goes to."""
     lo, _ = _sentence_at(text, match.start())
     before = text[lo:match.start()]
-    owner = _OWNER_BEFORE.search(before) if owned else None
+    owner = _OWNER_BEFORE.search(before, max(0, len(before) - 40)) if owned else None
     if owner is not None and not terms(owner.group(1)) & terms(match.group(0)):
         return True  # "Em's lido" for the lido; "Lido's open" is the lido itself
     if _ME.search(before):
