@@ -11,10 +11,9 @@ MemFly §3.4).
 - keyword / topic: MemFly's keyword pathway (shared keywords, rarer ones weigh more) and topic pathway
   (notes carrying keywords of the Leiden topics nearest the query).
 - links: expansion of top hits along SUPPORTS / CONFLICTS / SUPERSEDES edges (MemFly topological path).
-- sentence: the fused candidates ranked again by their best sentence's cosine to the query
-  (:func:`sentence_rerank`), so that a long line whose one sentence answers is not diluted by the rest.
 
-RRF: score(d) = Σ w / (k + rank), k = 60 (Table 5).
+RRF: score(d) = Σ w / (k + rank), k = 60 (Table 5), gathers the candidates; :func:`fused_rank` orders
+them by one score (cosine, BM25, the named speaker, the lines either side, length).
 """
 
 from __future__ import annotations
@@ -46,14 +45,15 @@ LINK_KINDS = ("SUPPORTS", "CONFLICTS", "SUPERSEDES")
 # at 0.9: 76.2, top 5 at 0.7: 77.0, top 10 at 1.0: 76.6.
 REPLY_TOP = 5
 REPLY_FACTOR = 0.7
-SPEAKER_BOOST = 1.5  # fused-score factor for the notes of the one speaker a question names (measured)
-# sentence_rerank: the sentence pathway's RRF weight, on LoCoMo's tune conversations. Retrieval-only
-# recall@10 (categories 1-4 / all five; 75.3 / 73.1 without): 0.5: 77.3 / 75.3, 1: 78.1 / 75.9,
-# 1.5: 78.0 / 76.0, 2: 77.9 / 76.9, 3: 77.9 / 77.8, 4: 76.7 / 76.9. Then answered (150-question
-# sample, its 76 tune questions), official LoCoMo F1 over categories 1-5 at 0 / 1 / 2: 43.7 / 44.3 /
-# 43.7 (Mem0 F1 40.8 / 37.8 / 34.1: every reordering moves what the 1.5B model reads first), so 1
-# (docs/measurements.md).
-SENTENCE_WEIGHT = 1.0
+# fused_rank's weights, fitted on LoCoMo's tune conversations (26, 30, 41) over the candidates dense and
+# BM25 find (50 each), recall@10 on categories 1-4: a grid of 216 settings chose these with any one
+# conversation held out as with none (held out: 81.2; RRF with the speaker boost and sentence pathway
+# this replaces: 74.1; the cosine alone: 67.7). A logistic regression on the same features, held out
+# the same way: 80.0. Sentence vectors in place of or beside the line's lowered it (78.3, 79.9).
+# Retrieval-only recall@10 through the whole read path (docs/measurements.md): LoCoMo tune 77.9 -> 80.7,
+# the tune personas, never fitted on, 75.5 -> 81.3.
+RANK_WEIGHTS = {"lexical": 0.3, "speaker": 0.2, "before": 0.1, "after": 0.1, "length": 0.1}
+LENGTH_CAP = 40  # words: a line longer than this scores no higher for it
 
 _stem = lru_cache(maxsize=65536)(PorterStemmer().stem)
 _WORD = re.compile(r"[^\W_]+")
@@ -192,8 +192,9 @@ def expand_links(conn: Any, anchors: Sequence[int], limit: int) -> list[int]:
     return found[:limit]
 
 
-def next_lines(conn: Any, note_ids: Sequence[int]) -> dict[int, int]:
-    """For notes of conversation lines: the active note of the line said next in the same session."""
+def next_lines(conn: Any, note_ids: Sequence[int], *, step: int = 1) -> dict[int, int]:
+    """For notes of conversation lines: the active note of the line said next in the same session
+    (``step`` -1: the line said before)."""
     out: dict[int, int] = {}
     ids = list(dict.fromkeys(note_ids))
     for start in range(0, len(ids), 500):
@@ -203,13 +204,13 @@ def next_lines(conn: Any, note_ids: Sequence[int]) -> dict[int, int]:
             SELECT ns1.note_id, n2.id FROM note_sources ns1
             JOIN raw_turns t1 ON t1.id = ns1.raw_id
             JOIN sources s ON s.id = t1.source_id AND s.kind = 'conversation'
-            JOIN raw_turns t2 ON t2.source_id = t1.source_id AND t2.seq = t1.seq + 1
+            JOIN raw_turns t2 ON t2.source_id = t1.source_id AND t2.seq = t1.seq + ?
             JOIN note_sources ns2 ON ns2.raw_id = t2.id
             JOIN notes n2 ON n2.id = ns2.note_id AND n2.status = 'active'
-            WHERE ns1.note_id IN ({marks}) ORDER BY t1.seq""", chunk)
-        for note_id, reply in rows:
-            if reply != note_id:
-                out[note_id] = reply  # a merged note spans several lines: its last one's reply
+            WHERE ns1.note_id IN ({marks}) ORDER BY t1.seq * ?""", [step, *chunk, step])
+        for note_id, other in rows:
+            if other != note_id:
+                out[note_id] = other  # a merged note spans several lines: the one beside its last (first)
     return out
 
 
@@ -244,56 +245,57 @@ def hybrid(conn: Any, query: str, vector: np.ndarray, k: int, *, depth: int = 50
     return fused[:k]
 
 
-def prefer_speaker(conn: Any, question: str, hits: list[Hit], k: int | None) -> tuple[list[Hit], str | None]:
-    """The top ``k`` (None: all) of ``hits`` after raising the notes said by the one speaker the question names.
+def named_speaker(conn: Any, question: str, ids: Sequence[int]) -> tuple[dict[int, str], str | None]:
+    """The speaker of each of ``ids``, and the one of them the question names (None: none or several).
 
     "What did Melanie paint?" is about what Melanie said: in both LoCoMo dev conversations, 250 of
     the 259 evidence turns of answerable questions naming exactly one speaker were said by that
     speaker (and 12 of 72 for the adversarial questions, which name the wrong one). The speakers
-    considered are those of the candidate notes themselves, so no table scan is needed; a question
-    naming none or several of them keeps the fused order.
-    """
+    considered are those of the candidates themselves, so no table scan is needed."""
+    speaker_of = notes.speakers(conn, list(ids))
+    asked = [name for name in set(speaker_of.values()) if re.search(rf"\b{re.escape(name)}\b", question, re.IGNORECASE)]
+    return speaker_of, (asked[0] if len(asked) == 1 else None)
+
+
+def fused_rank(conn: Any, question: str, query: str, vector: np.ndarray, hits: list[Hit], k: int | None,
+               weights: dict[str, float] = RANK_WEIGHTS) -> tuple[list[Hit], str | None]:
+    """The top ``k`` (None: all) of the candidates the pathways found, ordered by one score, and the
+    speaker the question names.
+
+    score = cos(query, line) + lexical · BM25 / the best BM25 among them + speaker · [said by the one
+    speaker the question names] + before · cos(query, the line said before it) + after · cos(query, the
+    line said after it) + length · min(words, LENGTH_CAP) / LENGTH_CAP.
+
+    The pathways' reciprocal ranks decide which notes are candidates, not their order: ranks throw
+    away how close a line is, and on LoCoMo the cosine alone orders the candidates about as well as
+    RRF over dense and BM25 does. The neighbours carry what a reply leaves out ("They were awestruck
+    and humbled." answers "How did your kids react at the memorial?" only after the line that asked),
+    and a bare "Agreed!" is rarely what anyone asks about. ``query`` is the question without the
+    speakers' names (``tiers.content_query``); ``question`` is as asked, for the speaker."""
     if not hits:
         return hits, None
-    speaker_of = notes.speakers(conn, [h.note_id for h in hits])
-    asked = [name for name in set(speaker_of.values()) if re.search(rf"\b{re.escape(name)}\b", question, re.IGNORECASE)]
-    if len(asked) != 1:
-        return hits[:k], None
-    boosted = [Hit(h.note_id, h.score * SPEAKER_BOOST if speaker_of.get(h.note_id) == asked[0] else h.score, h.pathways)
-               for h in hits]
-    boosted.sort(key=lambda h: (-h.score, h.note_id))
-    return boosted[:k], asked[0]
-
-
-def sentence_rerank(conn: Any, vector: np.ndarray, hits: list[Hit], k: int,
-                    weight: float = SENTENCE_WEIGHT) -> list[Hit]:
-    """The top ``k`` of ``hits`` after adding a sentence pathway to their fused scores.
-
-    Each candidate is scored by its best sentence's cosine to the query (the note vector for a note
-    of one sentence: the write path stores vectors only for notes of several), and that ranking
-    adds ``weight / (RRF_K + rank)`` to the score it already has. A whole-line vector averages a
-    line's sentences: "For me, it was when I noticed a little girl around 8 sitting all alone. […]
-    So, I sat with her and we talked." answers "Why did Maria sit with the little girl at the
-    shelter?" in one sentence, and ranked 18th by the line. Applied after the speaker preference,
-    which multiplies scores: boosted first, the named speaker's sentence matches were multiplied too
-    and pushed the other speaker's lines out (LoCoMo tune, adversarial questions: recall@10 65.6 →
-    45.1)."""
-    if not hits or weight <= 0:
-        return hits[:k]
     ids = [h.note_id for h in hits]
-    whole = notes.vectors(conn, ids)
-    parts = notes.sentence_vectors(conn, ids)
-    best: dict[int, float] = {}
-    for note_id in ids:
-        scores = [float(whole[note_id] @ vector)] if note_id in whole else []
-        if note_id in parts:
-            scores.append(float(np.max(parts[note_id] @ vector)))
-        best[note_id] = max(scores, default=-1.0)
-    rank = {note_id: r for r, note_id in enumerate(sorted(ids, key=lambda i: (-best[i], i)), start=1)}
-    out = [Hit(h.note_id, h.score + weight / (RRF_K + rank[h.note_id]), {**h.pathways, "sentence": rank[h.note_id]})
-           for h in hits]
+    before, after = next_lines(conn, ids, step=-1), next_lines(conn, ids)
+    vecs = notes.vectors(conn, list(dict.fromkeys([*ids, *before.values(), *after.values()])))
+    lexical = dict(bm25(conn, query, max(len(ids), 50)))
+    best = max(lexical.values(), default=0.0) or 1.0
+    speaker_of, asked = named_speaker(conn, question, ids)
+    words = {n.id: len(n.content.split()) for n in notes.get_many(conn, ids)}
+
+    def cos(note_id: int | None) -> float:
+        v = vecs.get(note_id) if note_id is not None else None
+        return float(v @ vector) if v is not None else 0.0
+
+    out = []
+    for h in hits:
+        i = h.note_id
+        score = (cos(i) + weights["lexical"] * lexical.get(i, 0.0) / best
+                 + weights["speaker"] * (asked is not None and speaker_of.get(i) == asked)
+                 + weights["before"] * cos(before.get(i)) + weights["after"] * cos(after.get(i))
+                 + weights["length"] * min(words.get(i, 0), LENGTH_CAP) / LENGTH_CAP)
+        out.append(Hit(i, score, h.pathways))
     out.sort(key=lambda h: (-h.score, h.note_id))
-    return out[:k]
+    return out[:k], asked
 
 
 def multi_path(conn: Any, query: str, vector: np.ndarray, k: int, *, llm: Any | None = None, depth: int = 50) -> tuple[list[Hit], dict]:

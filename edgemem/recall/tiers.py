@@ -23,7 +23,7 @@ import numpy as np
 
 from edgemem.recall import preprocess, rules
 from edgemem.recall.evidence import TIME_FRAME_TERMS, Evidence, profile_line, terms
-from edgemem.recall.retrieve import Hit, hybrid, multi_path, prefer_speaker, rrf, sentence_rerank, with_replies
+from edgemem.recall.retrieve import Hit, fused_rank, hybrid, multi_path, rrf, with_replies
 from edgemem.store import links, notes, search
 from edgemem.store import profile as profile_store
 from edgemem.text import extract_entities, extract_keywords
@@ -116,8 +116,7 @@ def _anchors(conn: Any, question: str) -> list[str]:
 def content_query(question: str, speakers: Sequence[str]) -> str:
     """The question without the names of the record's speakers, for text matching.
 
-    Who is asked about is the speaker preference's job (:func:`prefer_speaker`, on the question as
-    asked). Left in, a speaker's name makes every short line of theirs look relevant: "Jon: Agreed!"
+    Who is asked about is the ranking's job (``retrieve.fused_rank``, on the question as asked). Left in, a speaker's name makes every short line of theirs look relevant: "Jon: Agreed!"
     ranked above the line about Paris for "Which cities has Jon visited?", since the note's embedded
     text starts with the name, and BM25 matches every line that greets them."""
     out = question
@@ -135,15 +134,15 @@ def _tier2(conn: Any, question: str, embed: Callable, vector: np.ndarray, query:
         for anchor, avec in zip(anchors, embed(anchors), strict=True):
             ranked[f"entity:{anchor}"] = [h.note_id for h in hybrid(conn, anchor, avec, TOP_K["base"])]
             weights[f"entity:{anchor}"] = ENTITY_WEIGHT
-    hits, speaker = prefer_speaker(conn, question, with_replies(conn, rrf(ranked, weights=weights)), None)
-    return sentence_rerank(conn, vector, hits, TOP_K["tier2"]), {"anchors": anchors, "speaker": speaker}
+    hits, speaker = fused_rank(conn, question, query, vector, with_replies(conn, rrf(ranked, weights=weights)), TOP_K["tier2"])
+    return hits, {"anchors": anchors, "speaker": speaker}
 
 
 def _tier3(conn: Any, tag: str, question: str, embed: Callable, vector: np.ndarray, llm: Any | None,
            query: str) -> tuple[list[Hit], dict]:
     # A count needs every mention, not the best twenty: counting questions search as deep as broad ones.
     k = TOP_K["broad"] if tag == "broad-summarization" or preprocess.is_counting(question) else TOP_K["tier3"]
-    hits, info = multi_path(conn, query, vector, 2 * k, llm=llm)  # twice as deep: the speaker may reorder
+    hits, info = multi_path(conn, query, vector, 2 * k, llm=llm)  # twice as deep: the ranking may reorder
     if tag == "temporal-reasoning":
         anchors = preprocess.anchors(question)
         if anchors:
@@ -152,8 +151,8 @@ def _tier3(conn: Any, tag: str, question: str, embed: Callable, vector: np.ndarr
                 ranked[f"anchor:{anchor}"] = [h.note_id for h in hybrid(conn, anchor, avec, TOP_K["base"])]
             hits = rrf(ranked)
             info["anchors"] = anchors
-    hits, info["speaker"] = prefer_speaker(conn, question, with_replies(conn, hits), None)
-    return sentence_rerank(conn, vector, hits, k), info
+    hits, info["speaker"] = fused_rank(conn, question, query, vector, with_replies(conn, hits), k)
+    return hits, info
 
 
 RULES_ADDED = 4  # stored rules that cover a proposal, added to what retrieval found (the newest)

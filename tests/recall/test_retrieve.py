@@ -1,13 +1,14 @@
-"""Retrieval fusion and the named-speaker preference, on a real store with the real embedder."""
+"""Retrieval fusion and the final ranking, on a real store with the real embedder."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from edgemem.recall import retrieve, tiers
-from edgemem.recall.retrieve import Hit, bm25, hybrid, prefer_speaker, rrf
+from edgemem.recall.retrieve import RANK_WEIGHTS, Hit, bm25, fused_rank, hybrid, rrf
 from edgemem.store import notes
 from edgemem.store.db import Store
 
@@ -52,24 +53,43 @@ def test_bm25_ranks_the_notes_holding_the_rare_words_first(store) -> None:
 
 
 def test_the_named_speaker_s_notes_come_first(store, embedder) -> None:
-    question = "Does painting landscapes relax Caroline after work?"
-    hits = hybrid(store.conn, question, embedder.embed([question])[0], 6)
-    speaker_of = {n.id: n.speaker for n in notes.get_many(store.conn, [h.note_id for h in hits])}
-    assert speaker_of[hits[0].note_id] == "Melanie"  # by similarity alone, Melanie's painting note wins
-    preferred, who = prefer_speaker(store.conn, question, hits, 3)
+    question = "What has Caroline been painting?"
+    query = tiers.content_query(question, ["Melanie", "Caroline"])
+    vector = embedder.embed([query])[0]
+    hits = hybrid(store.conn, query, vector, 6)
+    # Without the speaker's weight Melanie's "Painting landscapes relaxes me" scores first.
+    plain, _ = fused_rank(store.conn, question, query, vector, hits, 3, weights={**RANK_WEIGHTS, "speaker": 0.0})
+    assert plain[0].note_id == 5
+    ranked, who = fused_rank(store.conn, question, query, vector, hits, 3)
     assert who == "Caroline"
-    assert len(preferred) == 3 and preferred[0].note_id == 4  # Caroline's painting
-    before = {h.note_id: h.score for h in hits}
-    for h in preferred:  # only Caroline's scores were raised, by the factor
-        factor = retrieve.SPEAKER_BOOST if speaker_of[h.note_id] == "Caroline" else 1.0
-        assert h.score == pytest.approx(before[h.note_id] * factor)
+    assert len(ranked) == 3 and ranked[0].note_id == 4  # Caroline's painting
+    gain = {h.note_id: h.score for h in ranked}[4] - {h.note_id: h.score for h in plain}[4]
+    assert gain == pytest.approx(RANK_WEIGHTS["speaker"])
 
 
-def test_no_preference_when_the_question_names_nobody_or_both(store) -> None:
-    hits = [Hit(1, 0.03), Hit(2, 0.02), Hit(4, 0.01)]
+def test_the_rank_score_adds_its_terms(store, embedder) -> None:
+    """Notes inserted without raw turns have no lines either side: cosine, BM25, speaker and length."""
+    question = "Did Caroline go to a charity race?"
+    query = tiers.content_query(question, ["Melanie", "Caroline"])
+    vector = embedder.embed([query])[0]
+    ranked, who = fused_rank(store.conn, question, query, vector, [Hit(2, 0.0), Hit(3, 0.0)], None)
+    assert who == "Caroline"
+    cos = notes.vectors(store.conn, [2, 3])
+    lexical = dict(bm25(store.conn, query, 50))
+    assert 3 not in lexical  # the pottery line shares no word with the question
+    w = RANK_WEIGHTS
+    want = {2: float(cos[2] @ vector) + w["lexical"] * lexical[2] / max(lexical.values()) + w["speaker"]
+            + w["length"] * 12 / retrieve.LENGTH_CAP,
+            3: float(cos[3] @ vector) + w["length"] * 9 / retrieve.LENGTH_CAP}
+    assert [h.note_id for h in ranked] == [2, 3]
+    assert {h.note_id: h.score for h in ranked} == pytest.approx(want)
+
+
+def test_no_speaker_when_the_question_names_nobody_or_both(store) -> None:
     for question in ("Who went to a charity race?", "Did Melanie and Caroline both run?"):
-        assert prefer_speaker(store.conn, question, hits, 2) == (hits[:2], None)
-    assert prefer_speaker(store.conn, "What did Caroline do?", [], 2) == ([], None)
+        assert retrieve.named_speaker(store.conn, question, [1, 2, 4])[1] is None
+    assert retrieve.named_speaker(store.conn, "What did Caroline do?", [1, 2])[1] == "Caroline"
+    assert fused_rank(store.conn, "What did Caroline do?", "What did do?", np.zeros(3), [], 2) == ([], None)
 
 
 SHORT = [
@@ -105,7 +125,7 @@ def test_a_speaker_s_name_does_not_pull_their_short_lines_up(chat, embedder) -> 
     assert by_name[0].note_id != 4  # with the name in the query a content-free line of Jon's wins
     gathered = tiers.gather(chat.conn, "targeted-extraction", question, embedder.embed)
     assert gathered.retrieved[0] == 4  # the line about Paris
-    assert gathered.info["speaker"] == "Jon"  # whom it asks about still counts, through the preference
+    assert gathered.info["speaker"] == "Jon"  # whom it asks about still counts, in the ranking
 
 
 MEMORIAL = [
@@ -159,6 +179,15 @@ def test_the_reply_to_a_matching_line_is_raised_with_it(session, embedder) -> No
     tied = retrieve.with_replies(conn, plain, factor=1.0)  # at its line's own score: right behind it
     assert [h.note_id for h in tied][:2] == [question_line, answer_line] and tied[1].pathways["reply"] == 1
     assert answer_line in tiers.gather(conn, "targeted-extraction", question, embedder.embed).retrieved[:3]
+    # The ranking reads the line before each candidate: the answer scores with the question it replies to.
+    assert retrieve.next_lines(conn, [answer_line, question_line, file_line], step=-1) == {answer_line: question_line}
+    vector = embedder.embed([query])[0]
+    alone, _ = fused_rank(conn, question, query, vector, plain, None, weights={**RANK_WEIGHTS, "before": 0.0})
+    told, _ = fused_rank(conn, question, query, vector, plain, None)
+    gain = {h.note_id: h.score for h in told}[answer_line] - {h.note_id: h.score for h in alone}[answer_line]
+    cos = notes.vectors(conn, [question_line])[question_line]
+    assert gain == pytest.approx(RANK_WEIGHTS["before"] * float(cos @ vector))
+    assert [h.note_id for h in told].index(answer_line) < [h.note_id for h in alone].index(answer_line)
 
 
 def test_profile_facts_are_pinned_by_what_is_asked_not_by_its_time_frame(settings, embedder) -> None:
@@ -232,29 +261,6 @@ def sentence_store(path: Path, embedder) -> Store:
             notes.insert(conn, raw_ids=[], content=text, embedding=vectors[0], sentences=vectors[1:] if spans else None,
                          event_time=draft.event_time, speaker=who)
     return s
-
-
-def test_a_long_line_is_found_by_its_one_answering_sentence(tmp_path: Path, embedder) -> None:
-    store = sentence_store(tmp_path / "s.db", embedder)
-    try:
-        question = "Why did Maria sit with the little girl?"
-        query = tiers.content_query(question, ["Maria", "John"])
-        vector = embedder.embed([query])[0]
-        whole = notes.vectors(store.conn, [1, 2, 3, 4])
-        parts = notes.sentence_vectors(store.conn, [1, 2, 3, 4])
-        assert list(parts) == [1] and parts[1].shape == (4, embedder.dim)  # only the line of several sentences
-        # The whole line is diluted by the rest of it; its third sentence matches best of all.
-        assert max(float(whole[i] @ vector) for i in (2, 3, 4)) < float(max(parts[1] @ vector))
-        assert float(whole[1] @ vector) < min(float(whole[i] @ vector) for i in (2, 3, 4))
-        hits = [Hit(4, 0.0200), Hit(2, 0.0195), Hit(3, 0.0192), Hit(1, 0.0190)]  # fused order: the long line last
-        ranked = retrieve.sentence_rerank(store.conn, vector, hits, 4, weight=1.0)
-        assert [h.note_id for h in ranked] == [4, 1, 2, 3]  # sentence ranks 1 (note 1), 2 (4), 3 (3), 4 (2)
-        assert ranked[1].pathways == {"sentence": 1}
-        assert ranked[1].score == pytest.approx(0.0190 + 1.0 / (retrieve.RRF_K + 1))
-        # Weight 0 leaves the fused order; k cuts.
-        assert retrieve.sentence_rerank(store.conn, vector, hits, 2, weight=0) == hits[:2]
-    finally:
-        store.close()
 
 
 def test_new_content_merging_or_forgetting_drops_a_note_s_sentence_vectors(tmp_path: Path, embedder) -> None:
