@@ -262,13 +262,14 @@ def fused_rank(conn: Any, question: str, query: str, vector: np.ndarray, hits: l
     """The top ``k`` (None: all) of the candidates the pathways found, ordered by one score, and the
     speaker the question names.
 
-    score = cos(query, line) + lexical · BM25 / the best BM25 among them + speaker · [said by the one
+    score = cos(query, line) + lexical · BM25 / the query's best BM25 score + speaker · [said by the one
     speaker the question names] + before · cos(query, the line said before it) + after · cos(query, the
     line said after it) + length · min(words, LENGTH_CAP) / LENGTH_CAP.
 
-    The pathways' reciprocal ranks decide which notes are candidates, not their order: ranks throw
-    away how close a line is, and on LoCoMo the cosine alone orders the candidates about as well as
-    RRF over dense and BM25 does. The neighbours carry what a reply leaves out ("They were awestruck
+    The pathways' reciprocal ranks (and :func:`with_replies`) decide which notes are candidates, not
+    their order, so the scores the hits carry in are not read here: ranks throw away how close a line
+    is, and on LoCoMo the cosine alone orders the candidates about as well as RRF over dense and BM25
+    does. The neighbours carry what a reply leaves out ("They were awestruck
     and humbled." answers "How did your kids react at the memorial?" only after the line that asked),
     and a bare "Agreed!" is rarely what anyone asks about. ``query`` is the question without the
     speakers' names (``tiers.content_query``); ``question`` is as asked, for the speaker."""
