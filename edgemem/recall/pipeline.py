@@ -18,7 +18,7 @@ from typing import Any
 
 from edgemem.recall import answer as answer_agent
 from edgemem.recall import packer, tiers, validator
-from edgemem.store.notes import Note
+from edgemem.store.notes import Note, speaker_names
 from edgemem.text import STOPWORDS, tokens
 
 ABSTAIN = "I could not find reliable information."  # Algorithm 1's calibrated abstention
@@ -229,7 +229,8 @@ def run(
         verdict = validator.validate(question, text, packed.text, llm, prefix=drafted.messages if drafted else None,
                                      owner_strict=owner_strict or premise, digest=digest, owner_context=owners,
                                      suggestion=route.tag == "profile-injection",
-                                     ruled=drafted is not None and drafted.rule is not None)
+                                     ruled=drafted is not None and drafted.rule is not None,
+                                     speakers=speaker_names(conn))
         stages[f"validate{attempt}"] = {"ms": _ms(t), "stage": verdict.stage, "grounded": verdict.grounded,
                                         "tokens": verdict.tokens, "judge": verdict.judge, "reason": verdict.reason,
                                         "cached_tokens": verdict.cached_tokens, "premise_unheld": premise}

@@ -16,6 +16,7 @@ cache holds it. :attr:`Verdict.judge` records whether the judge ran, or why it w
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -508,14 +509,15 @@ _OF_THE_ASSISTANT = re.compile(r"^\W*(?:the\s+)?(?:assistant|edgemem)\b", re.IGN
 _ASKS_OF_THE_ASSISTANT = re.compile(r"\b(?:you|your|assistant)\b", re.IGNORECASE)
 
 
-def wrong_kind(question: str, answer: str, context: str) -> str | None:
+def wrong_kind(question: str, answer: str, context: str, speakers: Collection[str] = ()) -> str | None:
     """Why the answer is not the kind of thing the question asks for, or None: the assistant itself
     ("the_assistant": "Assistant" for "who looks after Papá now?"), a "how often" reply
     with no frequency in it ("no_frequency"), a "what date" reply that names no day or month
     ("no_date": "2026" for "what date is the Dublin half marathon?"), or a reply that is only the
     name of someone in the conversation when the question asks for no person or name ("How has
     John's artistic skill improved?" answered "Maria!": the vocative a line opens with;
-    "only_a_name")."""
+    "only_a_name"). The people in the conversation are the context's speakers and ``speakers`` (the
+    store's): a pack of John's lines alone still greets Maria."""
     if _OF_THE_ASSISTANT.match(answer) and not _ASKS_OF_THE_ASSISTANT.search(question):
         return "the_assistant"
     if _HOW_OFTEN.search(question) and not _FREQUENCY.search(answer):
@@ -524,8 +526,8 @@ def wrong_kind(question: str, answer: str, context: str) -> str | None:
         return "no_date"
     words = tokens(answer)
     if words and not _ASKS_NAME.search(question):
-        speakers = _speakers(context)
-        names = {t for speaker in speakers if speaker.lower() not in _USER_SPEAKERS for t in tokens(speaker)}
+        people = _speakers(context) | set(speakers)
+        names = {t for speaker in people if speaker.lower() not in _USER_SPEAKERS for t in tokens(speaker)}
         if set(words) <= names:
             return "only_a_name"
     return None
@@ -676,7 +678,7 @@ def judge_messages(prefix: list[dict[str, str]], answer: str) -> list[dict[str, 
 def validate(question: str, answer: str, context: str, llm: Any | None,
              prefix: list[dict[str, str]] | None = None, *, owner_strict: bool = False,
              digest: bool = False, owner_context: str | None = None, ruled: bool = False,
-             suggestion: bool = False) -> Verdict:
+             suggestion: bool = False, speakers: Collection[str] = ()) -> Verdict:
     """B.3's cascade, cheapest first. ``prefix`` is the answer prompt's messages: the judge then
     continues that conversation (shared KV prefix) instead of prefilling the context a second time.
     ``owner_strict``: the ownership check in its strict form; ``digest``: the answer sums up or
@@ -684,7 +686,8 @@ def validate(question: str, answer: str, context: str, llm: Any | None,
     reads instead of ``context`` (a wider pack than the model's: the check costs no prefill).
     ``ruled``: the answer is a verdict made in code from the stored rules (no model call).
     ``suggestion``: the answer proposes something (profile-injection): a name the notes do not hold
-    is what it suggests ("a weekend in Akaroa"), not a made-up fact; the judge still reads it."""
+    is what it suggests ("a weekend in Akaroa"), not a made-up fact; the judge still reads it.
+    ``speakers``: everyone who speaks in the store (:func:`wrong_kind`)."""
     if is_hard_failure(answer) or (_NULL_ANSWER.match(answer) and not _ASKS_AMOUNT.search(question)):
         return Verdict(False, "hard_failure", judge="skipped: hard failure")
     if echoes_question(question, answer):
@@ -704,7 +707,7 @@ def validate(question: str, answer: str, context: str, llm: Any | None,
                     strict=owner_strict, digest=digest)
     if why is not None:
         return Verdict(False, "wrong_owner", judge=f"skipped: {why}", reason=why)
-    kind = wrong_kind(question, answer, context if owner_context is None else owner_context)
+    kind = wrong_kind(question, answer, context if owner_context is None else owner_context, speakers)
     if kind is not None:
         return Verdict(False, "wrong_kind", judge=f"skipped: {kind}", reason=kind)
     invented = None if suggestion else invented_name(answer, context, question)

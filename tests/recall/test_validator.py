@@ -135,6 +135,15 @@ def test_an_answer_of_the_wrong_kind_is_rejected() -> None:
     verdict = validate("How has John's fitness improved since the boot camps?", "Maria!", FAMILY, None)
     assert (verdict.grounded, verdict.stage, verdict.reason) == (False, "wrong_kind", "only_a_name")
     assert wrong_kind("Where did John go with his family?", "Maria", FAMILY) == "only_a_name"
+    # A pack of John's lines alone names Maria only as the one he greets: the store's speakers count.
+    johns = "(4 May 2023, John) Yeah Maria! We've had lots more energy and noticed gains in strength."
+    assert wrong_kind("How has John's fitness improved since the boot camps?", "Maria", johns) is None
+    assert wrong_kind("How has John's fitness improved since the boot camps?", "Maria", johns,
+                      ["John", "Maria"]) == "only_a_name"
+    verdict = validate("How has John's fitness improved since the boot camps?", "Maria", johns, None,
+                       speakers=["John", "Maria"])
+    assert (verdict.grounded, verdict.stage, verdict.reason) == (False, "wrong_kind", "only_a_name")
+    assert wrong_kind("Who did John greet?", "Maria", johns, ["John", "Maria"]) is None
 
 
 def test_a_date_question_answered_without_a_day_is_the_wrong_kind() -> None:
