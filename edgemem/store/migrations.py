@@ -223,10 +223,10 @@ CREATE INDEX notes_speaker ON notes(speaker) WHERE status = 'active' AND speaker
 
 def _note_sentences(dim: int) -> str:  # noqa: ARG001 - every migration takes the store's dimension
     return """
--- Each sentence of a note of several sentences, embedded on its own (float16, the store's dimension):
--- retrieval's sentence pathway (recall/retrieve.py ``sentence_rerank``). A note without rows here
--- (one sentence, or a store older than this table until ``edgemem rebuild``) is scored by its note
--- vector. Read by note id only, never searched by distance, so a plain table serves.
+-- Each sentence of a note of several sentences, embedded on its own (float16, the store's dimension),
+-- for the sentence re-ranking retrieval once had; since ``recall/retrieve.py`` ``fused_rank`` ordered
+-- candidates by the whole line (measured better), nothing reads it, and the write path still fills it.
+-- Read by note id only, never searched by distance, so a plain table serves.
 CREATE TABLE note_sentences (
     note_id   INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
     seq       INTEGER NOT NULL,
