@@ -211,6 +211,27 @@ def _with_rules(text: str, chosen: str) -> str:
     return " ".join(s for s in sentences if s in kept or rule_sentence(s))
 
 
+def _newer_first(raw: list[tuple[int, Evidence]]) -> list[tuple[int, Evidence]]:
+    """``raw`` in its order, except that an outdated item is preceded by the item that replaced it,
+    when that one is in ``raw`` too (and by its replacement in turn): the packer then never shows an
+    old value without the one that replaced it, whatever their scores."""
+    by_id = {item.note_id: (position, item) for position, item in raw}
+    out: list[tuple[int, Evidence]] = []
+    placed: set[int] = set()
+    for entry in raw:
+        chain = [entry]  # the item, what replaced it, what replaced that, … (a cycle stops the walk)
+        while chain[-1][1].stale and chain[-1][1].superseded_by in by_id:
+            newer = by_id[chain[-1][1].superseded_by]
+            if any(newer[1].note_id == e[1].note_id for e in chain):
+                break
+            chain.append(newer)
+        for position, item in reversed(chain):
+            if item.note_id not in placed:
+                placed.add(item.note_id)
+                out.append((position, item))
+    return out
+
+
 def pack(
     question: str,
     tag: str,
@@ -224,8 +245,9 @@ def pack(
     """Pack ``items`` for a question routed to ``tag`` under ``ceiling`` tokens (A.3).
 
     Order shown: pinned, then summaries, then raw chunks in the order given (Tier-3 preprocessing
-    has already put them in time or session order). Raw chunks are *chosen* by score, stale ones
-    last — except for broad-summarization, where the given round-robin order is the priority, since
+    has already put them in time or session order). Raw chunks are *chosen* by score, an outdated
+    one right after the chunk that replaced it (last when that is not among them) — except for
+    broad-summarization, where the given round-robin order is the priority, since
     re-sorting by score would undo the session-diversity guarantee. ``tier2_budget`` replaces the
     tag's raw budget when given: profile-injection's few retrieved notes. ``flow_down`` says whether
     what the summary slot leaves is added to the raw budget (A.3); by default it is for the tags
@@ -264,7 +286,13 @@ def pack(
     # A.3 (1) relevance sort: the order raw chunks are considered in.
     raw = by_slot["raw"]
     if tag != "broad-summarization":
-        raw = sorted(raw, key=lambda p: (p[1].stale, -p[1].score, p[0]))
+        # An outdated chunk is chosen by its score, right after the chunk that replaced it: a line
+        # outdated on one point may be the only one holding another ("pre-op this Thursday, operation
+        # on the 24th", the operation moved later, for "when was my pre-op?"). Chosen after every
+        # current chunk, as before, it never reached a 320-token temporal pack (docs/measurements.md,
+        # thirty-second session). One whose replacement is not among them still goes last.
+        ids = {item.note_id for _, item in raw}
+        raw = _newer_first(sorted(raw, key=lambda p: (p[1].stale and p[1].superseded_by not in ids, -p[1].score, p[0])))
 
     # A.3 (3) Jaccard dedup in priority order: a chunk that nearly repeats one already kept goes.
     dropped: list[int] = []

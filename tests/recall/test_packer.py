@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -232,18 +233,37 @@ def test_profile_injection_has_no_raw_slot(small_llm) -> None:
     assert (packed.items_used, packed.dropped, packed.budgets["raw"]) == ([-1], [1, 2], 0)
 
 
-def test_stale_chunks_are_chosen_last_but_shown_in_time_order(small_llm) -> None:
+def test_an_outdated_chunk_comes_after_the_one_that_replaced_it_and_shows_in_time_order(small_llm) -> None:
     count = small_llm.count_tokens
-    old = raw(1, "My favourite colour is blue.", 0.9, stale=True, stale_since="2023-06-01")
+    old = raw(1, "My favourite colour is blue.", 0.9, stale=True, stale_since="2023-06-01", superseded_by=2)
     new = raw(2, "My favourite colour is green now.", 0.5)
     packed = pack("colour?", "conflict-resolution", [old, new], count, ceiling=2000)
     assert packed.text == (
         "(2 May 2023, Caroline) My favourite colour is blue. (outdated as of 1 June 2023)\n"
         "(3 May 2023, Caroline) My favourite colour is green now."
     )
+    # Room for one line: the newer one, though the old one scored higher.
     only_one = count(new.line() + "\n") + 2
     packed = pack("colour?", "conflict-resolution", [old, new], count, ceiling=only_one)
     assert (packed.items_used, packed.dropped) == ([2], [1])
+
+
+def test_an_outdated_chunk_is_chosen_by_its_score_not_last(small_llm) -> None:
+    # "What date was my pre-op appointment?": the line that gives it also names the operation's date,
+    # which a later line moved, so the line is outdated on that point; it still holds the pre-op.
+    count = small_llm.count_tokens
+    pre_op = raw(1, "Pre-op appointment this Thursday at 11:30, operation on the 24th.", 0.9, stale=True,
+                 stale_since="2023-05-04", superseded_by=3)
+    other = raw(2, "Irena is my closest friend from the choir and sings soprano.", 0.8)
+    moved = raw(3, "The operation on the 24th is moved to the 10th of March.", 0.3)
+    lines = [pre_op, other, moved]
+    two = count(pre_op.line() + "\n") + count(moved.line() + "\n") + 2
+    packed = pack("when was my pre-op?", "temporal-reasoning", lines, count, ceiling=two)
+    assert (packed.items_used, packed.dropped) == ([1, 3], [2])
+    # Outdated by a line that is not among them: after the lines that are not outdated.
+    alone = replace(pre_op, superseded_by=99)
+    packed = pack("when was my pre-op?", "temporal-reasoning", [alone, other, moved], count, ceiling=two)
+    assert packed.items_used[:2] == [2, 3]
 
 
 def test_broad_keeps_round_robin_priority_and_groups_by_session(small_llm) -> None:
