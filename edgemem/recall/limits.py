@@ -6,10 +6,11 @@ job about 40 miles away", "a £45 dinner"), and whether it fits is arithmetic, w
 gets wrong and code does not. Limits change ("happy to go up to 40 miles now, not 30"); the
 newest limit on the same thing is the one that holds.
 
-An amount is a number with its unit: a currency sign or word ("£200", "200 euro", "£18k"), or the
-word after the number ("40 miles", "40-mile", "3 nights"); units compare by their singular form.
+An amount is a number with its unit: a currency sign or word ("£200", "200 euro", "£18k", "350 zł",
+"400 złoty": one unit however the currency is written), or the word after the number, in any
+alphabet ("40 miles", "40-mile", "3 nights"); units compare by their singular form.
 A limit is an amount with a bound before it in its clause: an upper bound ("up to", "max",
-"at most", "no more than", "under", "within", "capped at", "limit", "budget") or a lower one
+"at most", "no more than", "under", "within", "capped at", "limit", "budget", "allowance") or a lower one
 ("at least", "minimum"). "More than" / "over" bound only a sentence that forbids ("don't take jobs
 more than 30 miles"): said plainly ("I ran more than 30 miles") it is a fact, not a rule.
 """
@@ -22,10 +23,19 @@ from dataclasses import dataclass
 __all__ = ["Amount", "Limit", "amounts", "limits", "asked_amount", "has_limit"]
 
 _CURRENCY_WORDS = {"euro": "€", "euros": "€", "eur": "€", "dollar": "$", "dollars": "$", "usd": "$", "bucks": "$",
-                   "pound": "£", "pounds": "£", "quid": "£", "gbp": "£"}
+                   "pound": "£", "pounds": "£", "quid": "£", "gbp": "£",
+                   # A currency written as a word is one unit however it is spelt or abbreviated:
+                   # "350 zł" and "a limit of 400 złoty" compare.
+                   "zł": "zł", "złoty": "zł", "zloty": "zł", "zlotys": "zł", "pln": "zł",
+                   "yen": "¥", "jpy": "¥", "rupee": "₹", "rupees": "₹", "inr": "₹",
+                   "franc": "CHF", "francs": "CHF", "chf": "CHF", "krona": "kr", "kronor": "kr", "krone": "kr",
+                   "kroner": "kr", "sek": "kr", "nok": "kr", "dkk": "kr", "peso": "peso", "pesos": "peso",
+                   "rand": "R", "zar": "R", "naira": "₦", "ngn": "₦"}
+_CURRENCIES = frozenset("£$€") | frozenset(_CURRENCY_WORDS.values())
+_SIGNS = frozenset("£$€¥₹₦")  # written before the number
 _MONEY = re.compile(r"(?P<sign>[£$€])\s?(?P<n>\d[\d,]*(?:\.\d+)?)(?P<k>\s?k\b)?", re.IGNORECASE)
 _MEASURE = re.compile(
-    r"(?<![\w.,:£$€/])(?P<n>\d[\d,]*(?:\.\d+)?)(?P<k>k)?(?:\s?-\s?|\s)?(?P<unit>[A-Za-z][A-Za-z/]*)?(?![\w:])"
+    r"(?<![\w.,:£$€/])(?P<n>\d[\d,]*(?:\.\d+)?)(?P<k>k)?(?:\s?-\s?|\s)?(?P<unit>[^\W\d_](?:[^\W\d_]|/)*)?(?![\w:])"
 )
 # Words after a number that are not what it counts: times of day, dates, ordinals.
 _NOT_UNITS = {
@@ -38,7 +48,7 @@ _NOT_UNITS = {
 _UPPER = re.compile(
     r"\b(?:up\s+to|max(?:imum)?|at\s+(?:the\s+)?most|no\s+more\s+than|not\s+more\s+than|no\s+(?:further|longer)\s+than|"
     r"under|below|less\s+than|within|capped?\s+(?:at|of)|cap|limit(?:ed)?(?:\s+(?:of|to|is|at))?|budget(?:ed)?|"
-    r"spend(?:ing)?\s+(?:limit|cap))\b",
+    r"spend(?:ing)?\s+(?:limit|cap)|allowance)\b",
     re.IGNORECASE,
 )
 _LOWER = re.compile(r"\b(?:at\s+least|min(?:imum)?|no\s+less\s+than|not\s+less\s+than|no\s+fewer\s+than)\b", re.IGNORECASE)
@@ -67,9 +77,11 @@ class Amount:
     def show(self, value: float | None = None) -> str:
         v = self.value if value is None else value
         number = f"{v:,.2f}".rstrip("0").rstrip(".") if v % 1 else f"{int(v):,}"
-        if self.unit in "£$€":
+        if self.unit in _SIGNS:
             return f"{self.unit}{number}"
-        return f"{number} {self.unit}{'' if v == 1 else 's'}"
+        if self.unit in _CURRENCIES:
+            return f"{number} {self.unit}"
+        return f"{number} {self.unit}{'' if v == 1 or not self.unit.isalpha() else 's'}"
 
 
 @dataclass(frozen=True)
@@ -134,7 +146,7 @@ def limits(sentence: str, *, budget: bool = True) -> list[Limit]:
             out.append(Limit(amount, upper=False))
         elif _UPPER.search(before) or (forbids and _BEYOND.search(before)) or (defers and _JUST_BEYOND.search(before)):
             out.append(Limit(amount, upper=True))
-        elif budget_sentence and amount.unit in "£$€" and not out:
+        elif budget_sentence and amount.unit in _CURRENCIES and not out:
             out.append(Limit(amount, upper=True))  # "budget for the night, £200"
     return out
 

@@ -30,7 +30,7 @@ from dateutil.relativedelta import relativedelta
 from edgemem.recall.evidence import (
     ANNOTATION, ASSISTANT_SPEAKERS, NOW_TERMS, TIME_FRAME_TERMS, Evidence, jaccard, parse_iso_day, terms,
 )
-from edgemem.recall.rules import replaced_rules, rule_sentences_of
+from edgemem.recall.rules import replaced_limits, replaced_rules, rule_sentences_of
 from edgemem.recall.events import anchors
 from edgemem.recall.limits import has_limit
 from edgemem.recall.tools import (
@@ -1464,10 +1464,14 @@ def rules(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[in
     # "Always X" and "never X" are the same subject: compare on what the rule is about.
     subject = {e.note_id: terms(e.text) - _MODAL_TERMS for e in kept}
     marked, _ = _mark_stale(kept, supersedes, subject)
+    limited = replaced_limits(kept)
     for i, e in enumerate(marked):
         newer = [replaced.get((e.note_id, s)) for s in rule_sentences_of(e)]
         if not e.stale and newer and all(newer):
             latest = max((found[0] for found in newer if found), key=_said)
+            marked[i] = replace(e, stale=True, stale_since=latest.event_time, superseded_by=latest.note_id)
+        elif not e.stale and e.note_id in limited:
+            latest = limited[e.note_id]
             marked[i] = replace(e, stale=True, stale_since=latest.event_time, superseded_by=latest.note_id)
     dropped = [e.note_id for e in evidence if e not in kept]
     return Prepared("constraint-validation", sorted(marked, key=_said), [], dropped)

@@ -512,6 +512,56 @@ def replaced_rules(items: Sequence[Evidence]) -> dict[tuple[int, str], tuple[Evi
     return out
 
 
+# How often a limit applies is no part of what it limits: "£250 a month" and "£20 a month" for the gym.
+_PERIOD_TERMS = terms("day days daily week weeks weekly month months monthly year years yearly annual night nights")
+
+
+def _limited_thing(sentence: str) -> set[str]:
+    """What a sentence stating an amount is about, with its compounds' parts ("eating-out budget")."""
+    return _plain_terms(re.sub(r"(?<=\w)-(?=\w)", " ", sentence)) - _LIMIT_TERMS - _PERIOD_TERMS
+
+
+def replaced_limits(items: Sequence[Evidence]) -> dict[int, Evidence]:
+    """Note id → the later item that set a new limit on what every sentence of the note stating an
+    amount is about (``items``: the rules and limits :func:`edgemem.recall.preprocess.rules` kept):
+    a limit in the same unit, of another value, sharing a word for the thing limited ("eating out max
+    £250 a month" → "Updated: eating-out budget is now £300 a month"; "a rule I set myself: 300 złoty
+    a month for small pleasures" → "my small-pleasures allowance is 400 złoty"). The proposal check
+    (:func:`_limit_verdict`) already takes the newest limit; a question asking for the limit itself
+    ("how much am I allowed to spend on eating out?") is answered by the model, which needs the old
+    one marked outdated. Rules without amounts are replaced by :func:`replaced_rules`."""
+    said = [(item, s) for item in items if item.kind == "raw" for s in _sentences_of(item)]
+    out: dict[int, Evidence] = {}
+    for item in items:
+        if item.kind != "raw":
+            continue
+        stated = [s for s in _sentences_of(item) if amounts(s)]
+        if not stated:
+            continue
+        newest: Evidence | None = None
+        for sentence in stated:
+            about = _limited_thing(sentence)
+            values = {a.unit: a.value for a in amounts(sentence)}
+            found = None
+            for later, other in said:
+                if (later.event_time or "", later.note_id) <= (item.event_time or "", item.note_id):
+                    continue
+                if not _same_person(item, later):
+                    continue
+                for lim in limits(other):
+                    unit = lim.amount.unit
+                    if unit in values and lim.amount.value != values[unit] and \
+                            about & (_limited_thing(other) - terms(unit)):
+                        found = later if found is None or (later.event_time, later.note_id) > (found.event_time, found.note_id) else found
+            if found is None:
+                break
+            newest = found if newest is None or (found.event_time, found.note_id) > (newest.event_time, newest.note_id) else newest
+        else:
+            if newest is not None:
+                out[item.note_id] = newest
+    return out
+
+
 # "no" before a word that makes an idiom, not a prohibition: "no time with the move", "no idea".
 # "no" before a thing that is not there yet reports a state: "no braces yet", "no reply yet".
 _NO_IDIOM = re.compile(r"\bno\s+(?:time|idea|way|one|clue|doubt|problem|problems|worries|rush|matter|wonder|joke)\b|"
@@ -742,6 +792,7 @@ _ASKS_LIMIT = re.compile(
 
 
 # ... or asked in a word or two after the thing is told: "Theo's registry has a $320 stand mixer. Within my budget?"
+_DASH = re.compile(r"\s[—–-]\s|;\s")
 _ASKS_LIMIT_SHORT = re.compile(r"^\s*(?:still\s+)?(?:within|over|under|inside|fits?|affordable)\b[^.!]*\?\s*$", re.IGNORECASE)
 
 
@@ -782,7 +833,7 @@ def _clash(question: str, evidence: Sequence[Evidence], flat: str | None,
 
 
 # Words every limit and every question about one may use: they say nothing about what is limited.
-_LIMIT_TERMS = terms("budget budgets limit limits max maximum cap capped spend spent fit fits within allowed afford "
+_LIMIT_TERMS = terms("budget budgets limit limits max maximum cap capped spend spent fit fits within allowed afford allowance "
                      "minimum least most total")
 
 
@@ -805,8 +856,9 @@ def _limit_verdict(question: str, evidence: Sequence[Evidence],
     lone limit in the unit counts without one. Limits change: the newest note wins, a profile fact
     (the model's copy) only when no note states one."""
     asked_units = {a.unit for a in amounts(question)}
-    asks = is_proposal(question) or any(_ASKS_LIMIT.search(part) or _ASKS_LIMIT_SHORT.search(part)
-                                        for part in SENTENCES.split(question.strip()))
+    # A question clause may follow a dash: "I'd like to spend 350 zł on tickets — does that fit my budget?"
+    parts = [p for sentence in SENTENCES.split(question.strip()) for p in _DASH.split(sentence)]
+    asks = is_proposal(question) or any(_ASKS_LIMIT.search(part) or _ASKS_LIMIT_SHORT.search(part) for part in parts)
     if not asked_units or not asks:
         return None
     found: list[tuple[Evidence, str, str, Limit]] = []
@@ -838,7 +890,7 @@ def _limit_verdict(question: str, evidence: Sequence[Evidence],
     for f in sorted(found, key=when):
         if when(f) <= when(best) or (f[0].kind == "profile" and best[0].kind != "profile"):
             continue
-        old_value = best[3].amount.show().lstrip("£$€").split()[0]
+        old_value = re.search(r"\d[\d,.]*", best[3].amount.show()).group(0)
         names_old = re.search(rf"(?<![\d.,]){re.escape(old_value)}(?![\d.,]*\d)", f[2].replace(best[3].amount.written, "")) is not None
         shared = (_plain_terms(f[2]) & _plain_terms(best[2])) - _LIMIT_TERMS - terms(best[3].amount.unit)
         if names_old or shared:

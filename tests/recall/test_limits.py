@@ -28,9 +28,34 @@ from recall_fakes import FixedRouter, remembered
     ("I ran more than 30 miles this week", []),  # "more than" said plainly is a fact, not a rule
     ("found a van, 48k miles, £16,500 from a dealer", []),  # prices and readings without a bound
     ("the call is at 9 am on 3 March 2026", []),  # times and dates are not amounts
+    # A unit spelt with letters outside ASCII, and a currency written as a word, are read.
+    ("my small-pleasures allowance is 400 złoty instead of 300", [("400 zł", True)]),
+    ("no more than 5000 yen on souvenirs", [("¥5,000", True)]),
+    ("keep it under 12 km/h on the towpath", [("12 km/h", True)]),
 ])
 def test_limits_read_the_bound_before_an_amount(sentence, expected) -> None:
     assert [(lim.amount.show(), lim.upper) for lim in limits(sentence)] == expected
+
+
+def test_a_currency_word_is_one_unit_however_it_is_written() -> None:
+    assert [(a.value, a.unit, a.show()) for a in amounts("350 zł on tickets, 300 złoty a month, 20 zloty, 9 PLN")] == [
+        (350.0, "zł", "350 zł"), (300.0, "zł", "300 zł"), (20.0, "zł", "20 zł"), (9.0, "zł", "9 zł")]
+    assert [(a.value, a.unit) for a in amounts("a 3-night stay, 12 kroner")] == [(3.0, "night"), (12.0, "kr")]
+
+
+POCKET = [
+    Evidence(27, "And one financial rule I have set myself: 300 złoty a month for small pleasures. Books, concert "
+                 "tickets, that kind of thing.", "2026-02-04T10:00:00", "Halina"),
+    Evidence(71, "From this month my small-pleasures allowance is 400 złoty instead of 300.", "2026-04-16T10:00:00",
+             "Halina"),
+]
+
+
+def test_a_proposal_asked_after_a_dash_is_checked_against_the_newest_limit_in_its_currency() -> None:
+    quote = '"From this month my small-pleasures allowance is 400 złoty instead of 300."'
+    asked = "I'd like to spend {} on concert tickets next month — does that fit my small-pleasures budget?"
+    assert rule_verdict(asked.format("350 zł"), POCKET).text == f"Yes — 350 zł is within the limit: {quote}"
+    assert rule_verdict(asked.format("450 złoty"), POCKET).text == f"No — 450 zł is over the limit: {quote}"
 
 
 def test_the_asked_amount_adds_what_is_already_spent() -> None:

@@ -283,6 +283,23 @@ def test_modal_filter_language(text: str) -> None:
     assert ids(rules("?", [ev(1, text, "2023-05-01T10:00:00")]).evidence) == [1]
 
 
+def test_a_newer_limit_on_the_same_thing_outdates_the_older_amounts() -> None:
+    older = ev(1, "money thing. saving for a deposit, so eating out max £250 a month. hold me to it",
+               "2025-02-22T10:00:00", speaker="Maya")
+    echo = ev(2, "I will: eating out capped at £250 a month.", "2025-02-22T10:01:00", speaker="Assistant")
+    gym = ev(3, "and the gym is max £40 a month", "2025-03-01T10:00:00", speaker="Maya")
+    newer = ev(4, "Updated: eating-out budget is now £300 a month.", "2025-06-14T10:00:00", speaker="Assistant")
+    pleasures = ev(5, "One financial rule I have set myself: 300 złoty a month for small pleasures.",
+                   "2026-02-04T10:00:00", speaker="Halina")
+    raised = ev(6, "From this month my small-pleasures allowance is 400 złoty instead of 300.",
+                "2026-04-16T10:00:00", speaker="Halina")
+    prepared = rules("How much am I allowed to spend on eating out?", [older, echo, gym, newer, pleasures, raised])
+    assert {e.note_id: e.superseded_by for e in prepared.evidence if e.stale} == {1: 4, 2: 4, 5: 6}
+    assert prepared.evidence[0].line() == (
+        "(22 February 2025, Maya) money thing. saving for a deposit, so eating out max £250 a month. hold me to it"
+        " (outdated as of 14 June 2025)")
+
+
 def test_modal_filter_without_rules_keeps_the_evidence_and_says_so() -> None:
     prepared = rules("What is my rule about hiking?", [HIKE])
     assert ids(prepared.evidence) == [22]
