@@ -530,36 +530,33 @@ def replaced_limits(items: Sequence[Evidence]) -> dict[int, Evidence]:
     (:func:`_limit_verdict`) already takes the newest limit; a question asking for the limit itself
     ("how much am I allowed to spend on eating out?") is answered by the model, which needs the old
     one marked outdated. Rules without amounts are replaced by :func:`replaced_rules`."""
-    said = [(item, s) for item in items if item.kind == "raw" for s in _sentences_of(item)]
+    said = [(item, limits(s), _limited_thing(s)) for item in items if item.kind == "raw" for s in _sentences_of(item)]
     out: dict[int, Evidence] = {}
     for item in items:
         if item.kind != "raw":
             continue
         stated = [s for s in _sentences_of(item) if amounts(s)]
-        if not stated:
-            continue
-        newest: Evidence | None = None
-        for sentence in stated:
-            about = _limited_thing(sentence)
-            values = {a.unit: a.value for a in amounts(sentence)}
-            found = None
-            for later, other in said:
-                if (later.event_time or "", later.note_id) <= (item.event_time or "", item.note_id):
-                    continue
-                if not _same_person(item, later):
-                    continue
-                for lim in limits(other):
-                    unit = lim.amount.unit
-                    if unit in values and lim.amount.value != values[unit] and \
-                            about & (_limited_thing(other) - terms(unit)):
-                        found = later if found is None or (later.event_time, later.note_id) > (found.event_time, found.note_id) else found
-            if found is None:
-                break
-            newest = found if newest is None or (found.event_time, found.note_id) > (newest.event_time, newest.note_id) else newest
-        else:
-            if newest is not None:
-                out[item.note_id] = newest
+        newer = [_newer_limit(item, s, said) for s in stated]
+        if stated and all(newer):
+            out[item.note_id] = max((n for n in newer if n is not None), key=_said_order)
     return out
+
+
+def _said_order(item: Evidence) -> tuple[str, int]:
+    return item.event_time or "", item.note_id
+
+
+def _newer_limit(item: Evidence, sentence: str,
+                 said: Sequence[tuple[Evidence, list[Limit], set[str]]]) -> Evidence | None:
+    """The newest item said after ``item``, by the same person (or the assistant), with a limit in the
+    unit of an amount ``sentence`` states, of another value, on a thing they share a word for."""
+    about = _limited_thing(sentence)
+    values = {a.unit: a.value for a in amounts(sentence)}
+    found = [later for later, stated, thing in said
+             if _said_order(later) > _said_order(item) and _same_person(item, later)
+             and any(lim.amount.unit in values and lim.amount.value != values[lim.amount.unit]
+                     and about & (thing - terms(lim.amount.unit)) for lim in stated)]
+    return max(found, key=_said_order, default=None)
 
 
 # "no" before a word that makes an idiom, not a prohibition: "no time with the move", "no idea".
@@ -792,8 +789,9 @@ _ASKS_LIMIT = re.compile(
 
 
 # ... or asked in a word or two after the thing is told: "Theo's registry has a $320 stand mixer. Within my budget?"
-_DASH = re.compile(r"\s[—–-]\s|;\s")
 _ASKS_LIMIT_SHORT = re.compile(r"^\s*(?:still\s+)?(?:within|over|under|inside|fits?|affordable)\b[^.!]*\?\s*$", re.IGNORECASE)
+# A question clause may follow a dash or a semicolon: "I'd like to spend 350 zł — does that fit my budget?"
+_DASH = re.compile(r"\s[—–-]\s|;\s")
 
 
 CLASH_MAX_DAYS = 14  # a stored span longer than this ("in June", "this spring") takes no particular day
@@ -856,7 +854,6 @@ def _limit_verdict(question: str, evidence: Sequence[Evidence],
     lone limit in the unit counts without one. Limits change: the newest note wins, a profile fact
     (the model's copy) only when no note states one."""
     asked_units = {a.unit for a in amounts(question)}
-    # A question clause may follow a dash: "I'd like to spend 350 zł on tickets — does that fit my budget?"
     parts = [p for sentence in SENTENCES.split(question.strip()) for p in _DASH.split(sentence)]
     asks = is_proposal(question) or any(_ASKS_LIMIT.search(part) or _ASKS_LIMIT_SHORT.search(part) for part in parts)
     if not asked_units or not asks:
