@@ -831,8 +831,8 @@ def _clash(question: str, evidence: Sequence[Evidence], flat: str | None,
 
 
 # Words every limit and every question about one may use: they say nothing about what is limited.
-_LIMIT_TERMS = terms("budget budgets limit limits max maximum cap capped spend spent fit fits within allowed afford allowance "
-                     "minimum least most total")
+_LIMIT_TERMS = terms("budget budgets limit limits max maximum cap capped spend spent fit fits within allowed afford "
+                     "allowance minimum least most total")
 
 
 def covering_limit(question: str, text: str) -> bool:
