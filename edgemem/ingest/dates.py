@@ -317,13 +317,15 @@ _CLAUSE_END = re.compile(r",\s*(?:so|but|because|cos|cause|though|although|where
 # cancel the boiler service, I'm in Manchester for work Thursday" — the past before the comma is not
 # the tense of the date after it. Only a boundary on the date's left: in "On Monday, I went" the
 # clause after the comma holds the date's verb.
-_SPLICE = re.compile(r",\s*(?:i|we|he|she|they|you)(?:['’](?:m|re|s|ve|ll|d))?\s", re.IGNORECASE)
+_SPLICE = re.compile(r",\s*(?:i|we|he|she|they|you)(?:['’](?:m|re|s|ve|ll|d))?\s|,\s*(?:im|ive|youre|theyre)\s", re.IGNORECASE)
+# A present progressive is a plan, its "be" written as chats write it too: "im getting promoted ...
+# from 1 april", said 9 March after "folake called me in today", is this April, not last April.
 _FUTURE_MARKERS = re.compile(
     r"(?:\b(?:will|shall|won['’]t|gonna|theyll|youll|itll|thatll|wont|can(?!['’]?t\b)|might|wanna|(?<!\bwas\s)(?<!\bwere\s)going\s+to|about\s+to|"
     r"plan(?:s|ning)?\s+(?:to|on)|hop(?:e|es|ing)\s+to|wants?\s+(?:to|a|an|me|us|him|her|them)|"
     r"can['’]?t\s+wait|cannot\s+wait|"
     r"looking\s+forward|excited\s+(?:to|for)|tomorrow|next|upcoming|soon|scheduled|planned|"
-    r"(?:am|are|is|['’]m|['’]re)\s+(?:going|heading|flying|leaving|off|(?:\w+ly\s+)?(?!\w*thing\b|morning\b|evening\b|"
+    r"(?:am|are|is|['’]m|['’]re|(?<![\w'’])(?:im|youre|theyre|hes|shes))\s+(?:going|heading|flying|leaving|off|(?:\w+ly\s+)?(?!\w*thing\b|morning\b|evening\b|"
     r"during\b|spring\b|string\b|bring\b)\w{2,}ing))\b|['’]ll\b)",
     re.IGNORECASE,
 )
@@ -341,7 +343,8 @@ _LABEL_COLON = re.compile(r":(?=\s)")
 # married", "we're booked", "the party is held on ...". ("has/have + -ed", the present perfect, stays
 # past: the event is done.)
 _PARTICIPLE_AFTER = re.compile(
-    r"\b(?:am|is|are|be|being|get|gets|getting|become|becomes|becoming|['’]m|['’]re)\s+(?:\w+ly\s+)?$",
+    r"\b(?:am|is|are|be|being|get|gets|getting|become|becomes|becoming|['’]m|['’]re|im|youre|theyre|hes|shes)\s+"
+    r"(?:\w+ly\s+)?$",
     re.IGNORECASE,
 )
 # "have got" is a present "have": "Kofi's got basketball camp, 28 july to 1 august", "I've got the

@@ -143,6 +143,7 @@ def _with_stretch(prepared: Prepared, question: str, asked_days: Sequence[tuple[
     of one event (:func:`_weekday`)."""
     found = anchors(question)
     if prepared.direct is None and _WEEKDAY_NAMED.search(question) and len(found) == 1:
+        found = [_weekday_event(found[0])]
         span = ground(found[0], prepared.evidence)
         moved = redated(prepared.evidence, terms(question) - NOW_TERMS)
         weekday = _weekday(found[0], span, prepared.evidence, moved) if span is not None else None
@@ -285,6 +286,8 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
     ordered = chronological(evidence)
     facts: list[str] = []
     found = _the_one(anchors(question))
+    if len(found) == 1 and _WEEKDAY_ASKED.search(question):
+        found = [_weekday_event(found[0])]
     dated: list[tuple[str, date, str, bool]] = []
     spans = []  # the Grounded dates behind `dated`
     trips: set[str] = set()  # anchors dated as a trip's first or last day
@@ -616,6 +619,24 @@ _FINISHES = re.compile(r"\b(?<!in the )(?<!at the )(?:end(?:s|ing)?|finish(?:es|
 _WEEKDAY_NAMED = re.compile(r"\b(?:day\s+of\s+the\s+week|(?:what|which)\s+weekday)\b", re.IGNORECASE)
 
 
+def _weekday_event(question: str) -> str:
+    """The words that name the day a weekday question asks about: "What day of the week does Kuba's
+    birthday fall on this year?" is "Kuba's birthday" (its "week" and "year" matched a line about a
+    week of the grandchildren's visit)."""
+    rest = _WEEKDAY_ASKED.sub(" ", question)
+    words = [w for w in re.findall(r"[\w'’.&-]+", rest) if not (terms(w) and terms(w) <= _WEEKDAY_WORDS | _FALLS)]
+    while words and words[0].lower() in _ASKING:
+        words.pop(0)
+    while words and words[-1].lower() in _ASKING:
+        words.pop()
+    return " ".join(words) or question
+
+
+_FALLS = terms("fall falls fell land lands landed")
+_ASKING = {"what", "which", "when", "does", "do", "did", "is", "are", "was", "were", "will", "be", "on", "in", "of", "the", "this",
+           "that", "and", "it", "exactly"}
+
+
 def _the_one(found: list[str]) -> list[str]:
     """"between my last parkrun of 2025 and my first one of 2026": "one" is the other anchor's kind
     of event (a parkrun)."""
@@ -638,8 +659,10 @@ def _the_one(found: list[str]) -> list[str]:
 # an earlier line planned ahead of when that was said, makes the earlier one outdated. Only plans are
 # told again this way: two visits reported after the fact are two events. A new last day alone ("the
 # Clevedon job ... now finishing on the 5th") leaves the first telling in force: its first day stands.
+# "moved in on the 6th" is a move of house, not of a plan: it re-dated nothing (it was placed in the
+# month of the teller's next trip).
 _REDATE = re.compile(
-    r"\b(?:now|moved?|moves|changed?|changes|updated?|instead|extend(?:ed|ing)?|postponed?|resched\w*|"
+    r"\b(?:now|(?:moved?|moves)(?!\s+(?:in|out|house|home|away|abroad)\b)|changed?|changes|updated?|instead|extend(?:ed|ing)?|postponed?|resched\w*|"
     r"pushed|bumped|shifted|brought\s+forward|delayed|not\s+the|re-?book(?:ed|ing)?|re-?listed|re-?arranged|"
     r"switched|swapped)\b", re.IGNORECASE,
 )

@@ -72,6 +72,12 @@ EXACT = [
     ("born on May 7th, 1990", datetime(2023, 6, 1), "May 7th, 1990", date(1990, 5, 7), date(1990, 5, 7), "day", "7 May 1990"),
     ("We met on May 7th", datetime(2023, 6, 10), "May 7th", date(2023, 5, 7), date(2023, 5, 7), "day", "7 May 2023"),
     ("I'll fly out on May 7th", datetime(2023, 6, 10), "May 7th", date(2024, 5, 7), date(2024, 5, 7), "day", "7 May 2024"),
+    # A present progressive is a plan, its "be" without an apostrophe as chats write it; the past
+    # before "n" (and) is another clause's.
+    ("ok folake called me in n im getting promoted from 1 april", datetime(2026, 3, 9), "1 april", date(2026, 4, 1),
+     date(2026, 4, 1), "day", "1 April 2026"),
+    ("she moved house, shes starting at the new school on 2 may", datetime(2026, 3, 9), "2 may", date(2026, 5, 2),
+     date(2026, 5, 2), "day", "2 May 2026"),
     ("the party on the 4th of July was loud", datetime(2023, 3, 1), "the 4th of July", date(2022, 7, 4), date(2022, 7, 4), "day", "4 July 2022"),
     ("We went to Rome in June", MON_8_MAY_2023, "June", date(2022, 6, 1), date(2022, 6, 30), "month", "June 2022"),
     ("I'm going to Rome in June", MON_8_MAY_2023, "June", date(2023, 6, 1), date(2023, 6, 30), "month", "June 2023"),

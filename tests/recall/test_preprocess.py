@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, datetime
 
 import pytest
@@ -10,6 +11,7 @@ from edgemem.ingest.dates import annotate, resolve_dates
 from edgemem.recall.evidence import Evidence, jaccard, terms
 from edgemem.recall.preprocess import (
     _shift_phrase,
+    _weekday_event,
     ABOUT_COSINE,
     anchors,
     chronological,
@@ -904,6 +906,21 @@ def test_a_weekday_question_is_answered_when_the_line_names_the_day_as_asked() -
     assert prepared.direct is None and prepared.facts == ["4 September 2025 is a Thursday"]
 
 
+def test_a_weekday_question_is_dated_by_the_words_that_name_its_day() -> None:
+    # "week" and "year" ask; they do not name the day: they matched "a lovely week" in the visit line,
+    # which then outranked the line about the birthday.
+    visit = replace(told(1, "The grandchildren have gone home. It was a lovely week; on the Wednesday Leo had a cold "
+                            "and we stayed in with cartoons.", "2026-08-01T20:00:00", "Halina"), score=0.5)
+    birthday = replace(told(2, "Leo turns six on the 9th of November and he wants a real dinosaur.",
+                            "2026-10-25T20:00:00", "Halina"), score=0.6)
+    question = "What day of the week does Leo's birthday fall on this year?"
+    assert temporal(question, [visit, birthday]).facts[-1] == "9 November 2026 is a Monday"
+    assert prepare("targeted-extraction", question, [visit, birthday]).facts == ["9 November 2026 is a Monday"]
+    assert _weekday_event(question) == "Leo's birthday"
+    assert _weekday_event("what weekday are Kofi's Hawks tryouts on") == "Kofi's Hawks tryouts"
+    assert _weekday_event("What day did we leave for Ghana?") == "we leave for Ghana"
+
+
 def test_how_long_a_stay_lasted_is_measured_whatever_the_route() -> None:
     hospital = told(1, "On Monday the 3rd Papá woke up gasping; they took him in. He came home on Friday the 7th.",
                     "2025-11-12T20:00:00")
@@ -1174,6 +1191,14 @@ def test_a_changed_day_without_its_month_takes_the_month_of_the_plan_it_changes(
              told(3, "Pattersons extending by two days, back on the 17th now", "2026-08-12T18:00:00", "me")]
     assert prepare("temporal-reasoning", "How many nights did we house-sit for the Pattersons?", house).direct[0] \
         .startswith("14 nights (3 August 2026 to 17 August 2026)")
+
+    # A move of house re-dates no plan: "the 6th" stays in December, not in the month of the next trip.
+    flat = [told(1, "signed a flat!! 7 orbell st, moving in sat 6 dec", "2025-11-09T19:00:00", "me"),
+            told(2, "wanaka after xmas!! 27 dec to 2 jan", "2025-10-01T19:00:00", "me"),
+            told(4, "Updated: Wanaka is now 29 December to 3 January.", "2025-11-26T19:00:00", "Assistant"),
+            told(3, "moved in on the 6th, orbell st is sick", "2025-12-15T19:00:00", "me")]
+    assert prepare("temporal-reasoning", "How long after moving into Orbell St did we leave for Wanaka?",
+                   flat).facts[:2] == ["moving into Orbell St: 6 December 2025", "we leave for Wanaka: 29 December 2025"]
 
 
 def test_a_plan_put_off_for_months_is_moved_when_the_line_says_so() -> None:
