@@ -374,6 +374,7 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
             best, chosen = key, item
     if chosen is None:
         return None
+    chosen = _told_again(chosen, best, evidence, wanted, mine)
     stored = _note_dates(chosen)
     note_id = chosen.note_id if isinstance(chosen, Evidence) else None
     if stored:
@@ -389,6 +390,39 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
     if said is None:
         return None
     return Grounded(event, said, said, day_label(said), True, note_id)
+
+
+def _told_again(chosen: Evidence | str, best: tuple, evidence: Sequence[Evidence | str], wanted: set[str],
+                mine: bool) -> Evidence | str:
+    """The last telling of the plan ``chosen`` states: a later line of the same teller, as close to the
+    event's words, whose days overlap the plan's while it was still ahead ("A possible Tokyo trip,
+    8–12 September", said in July, then "tokyo confirmed: sunday 7 sept, land the 8th, back saturday
+    13th" in August: the trip is flown on the 7th). Days that do not overlap are another event, or a
+    move the recency step judges."""
+    if not isinstance(chosen, Evidence) or chosen.day is None:
+        return chosen
+    spans = [(a, b) for _, a, b, _, _ in _note_dates(chosen) if b >= chosen.day]
+    if not spans:
+        return chosen
+    out = chosen
+    for item in evidence:
+        if not isinstance(item, Evidence) or item.kind == "summary" or item.stale or item.day is None:
+            continue
+        if item.day <= out.day or not _same_teller(item, chosen):
+            continue
+        if len(wanted & terms(item.text)) < best[2] or (mine and _owned_by_another(item.text, wanted)):
+            continue
+        later = [(a, b) for _, a, b, _, _ in _note_dates(item)]
+        if any(a <= d and c <= b and c != a for a, b in spans for c, d in later) or any(
+                a <= d and c <= b and d != b for a, b in spans for c, d in later):
+            out = item
+    return out
+
+
+def _same_teller(a: Evidence, b: Evidence) -> bool:
+    """Both lines tell the same person's plans: one speaker, or the assistant noting the user's."""
+    one, other = (a.speaker or "").casefold(), (b.speaker or "").casefold()
+    return one == other or bool({one, other} & ASSISTANT_SPEAKERS)
 
 
 _MY = re.compile(r"\b(?:my|our)\b", re.IGNORECASE)
@@ -526,8 +560,14 @@ def stretch(event: str, evidence: Sequence[Evidence], within: Sequence[tuple[dat
                 # A line that tells the trip anew ("I left on the 4th … going back on Thursday 26
                 # February instead of 5 March"), or the one that moved it ("london got pushed a week,
                 # now flying sun 18 oct, back sat 24 oct"), gives its first day too.
-                anew = end.day in _replaced_days(later.text) or later.note_id == item.superseded_by
-                retold = _stretch_of(later) if anew else None
+                # So does a later telling of the plan while it is still ahead, of the same teller
+                # ("A possible Tokyo trip, 8-12 September", then "tokyo confirmed: sunday 7 sept, land
+                # the 8th, back saturday 13th"): see :func:`_told_again`.
+                retold = _stretch_of(later)
+                ahead = (retold is not None and later.day <= start and _same_teller(later, item)
+                         and retold[0] <= end and start <= retold[1])
+                anew = end.day in _replaced_days(later.text) or later.note_id == item.superseded_by or ahead
+                retold = retold if anew else None
                 if retold is not None and retold[1] == day:
                     item, start, end = later, retold[0], day  # the line that told it anew is the source
                 else:

@@ -251,3 +251,17 @@ def test_ground_places_an_event_by_its_rarest_word_and_reads_words_with_digits()
     ]
     found = ground("Mum's 80th", notes)
     assert (found.note_id, found.label) == (2, "2 June 2026")
+
+
+def test_a_plan_told_again_while_still_ahead_dates_it_from_the_later_telling() -> None:
+    possible = note(1, "A possible Tokyo trip for Kontor, 8–12 September.", "2025-07-25T10:00:00", "s1", "Assistant")
+    confirmed = note(2, "tokyo confirmed: out on sunday 7 sept, land the 8th, back saturday 13th",
+                     "2025-08-12T10:00:00", "s2")
+    keys = note(3, "got the keys monday, movers came today", "2025-09-03T10:00:00", "s3")
+    assert ground("I fly to Tokyo", [possible, confirmed]).start == date(2025, 9, 7)
+    facts = temporal("how many days after getting the keys did I fly to Tokyo?", [possible, confirmed, keys]).facts
+    assert facts[:3] == ["getting the keys: 1 September 2025", "I fly to Tokyo: 7 September 2025",
+                         "1 September 2025 → 7 September 2025: 6 days"]
+    # Days that do not overlap are another trip: the first one keeps its dates.
+    april = note(4, "tokyo again: a joint session, 20-24 april", "2026-02-10T10:00:00", "s4")
+    assert ground("the Tokyo trip", [possible, april]).start == date(2025, 9, 8)
