@@ -310,9 +310,12 @@ def _holding(answer: str, lines: list[_Line], ignore: frozenset[str] = frozenset
         return []
     held = [line for line, n in zip(lines, shared, strict=True) if n == best]
     # A computed fact may quote a line ("Latest on what is asked: (8 May 2023, Caroline) …"); when the
-    # line itself is in the context, it is the line that says whose the answer is.
-    said = [line for line in held if (line.header or "").strip().lower() != "computed"]
-    return said or held
+    # line itself is in the context, it is the line that says whose the answer is. Date maths quotes
+    # none and stays: "13 September 2025 is a Saturday" holds "Saturday" for "What day of the week is
+    # Nina's wedding on?" beside the user's "parkrun Saturday, 27:20!!".
+    said = [line for line in held if (line.header or "").strip().lower() != "computed"
+            or not _QUOTED_HEADER.search(line.body)]
+    return said if any((line.header or "").strip().lower() != "computed" for line in said) else held
 
 
 def _own_numbers(answer: str, question: str) -> list[str]:

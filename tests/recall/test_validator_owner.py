@@ -135,6 +135,9 @@ def test_a_computed_copy_of_someone_elses_line_does_not_make_it_the_owners() -> 
     weekday = ("(computed) 13 September 2025 is a Saturday\n"
                "(3 February 2025, Maya) big news, my sister Nina is getting married!! Seville, 13 September")
     assert ownership("What day of the week is Nina's wedding on?", "Saturday", weekday) is None
+    # ... also beside a line of the user's that holds the weekday too.
+    parkrun = weekday + "\n(21 October 2025, Maya) parkrun Saturday, 27:20!!"
+    assert ownership("What day of the week is Nina's wedding on?", "Saturday", parkrun) is None
     # One quoting a line still says whose it is.
     quoted = ("(computed) Latest on what is asked: (8 May 2023, Melanie) We roasted marshmallows in the forest.\n"
               "(9 May 2023, Caroline) I love the forest.")
