@@ -413,8 +413,7 @@ def _told_again(chosen: Evidence | str, best: tuple, evidence: Sequence[Evidence
         if len(wanted & terms(item.text)) < best[2] or (mine and _owned_by_another(item.text, wanted)):
             continue
         later = [(a, b) for _, a, b, _, _ in _note_dates(item)]
-        if any(a <= d and c <= b and c != a for a, b in spans for c, d in later) or any(
-                a <= d and c <= b and d != b for a, b in spans for c, d in later):
+        if any(c <= b and a <= d and (c, d) != (a, b) for a, b in spans for c, d in later):
             out = item
     return out
 
