@@ -17,7 +17,7 @@ from nltk.stem import PorterStemmer
 
 from edgemem.text import ASSISTANT_SPEAKERS, STOPWORDS, day_label, tokens
 
-__all__ = ["profile_line", "profile_value", "ANNOTATION", "ASSISTANT_SPEAKERS", "Evidence", "KINDS", "NOW_TERMS", "TIME_FRAME_TERMS", "parse_iso_day", "terms", "jaccard", "answer_terms", "line_terms", "supporting"]
+__all__ = ["profile_line", "profile_value", "ANNOTATION", "ASSISTANT_SPEAKERS", "Evidence", "KINDS", "NOW_TERMS", "TIME_FRAME_TERMS", "parse_iso_day", "same_teller", "terms", "jaccard", "answer_terms", "line_terms", "supporting"]
 
 KINDS = ("profile", "pinned", "summary", "raw")
 
@@ -214,3 +214,10 @@ def supporting(question: str, answer: str, items: Sequence[Evidence]) -> tuple[l
         return chosen, "overlap"
     top = max(items, key=lambda e: (e.kind == "raw", e.score))
     return [top], "top_ranked"
+
+
+def same_teller(a: Evidence, b: Evidence) -> bool:
+    """Both lines are one person's telling: the same speaker, a line without one, or the assistant
+    restating its user's ("Updated: no calls after 7"; "Tokyo is on: out Sunday 7 September")."""
+    sa, sb = (a.speaker or "").strip().lower(), (b.speaker or "").strip().lower()
+    return sa == sb or not sa or not sb or sa in ASSISTANT_SPEAKERS or sb in ASSISTANT_SPEAKERS

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from edgemem.recall.evidence import ASSISTANT_SPEAKERS, Evidence, parse_iso_day, profile_value, terms
+from edgemem.recall.evidence import ASSISTANT_SPEAKERS, Evidence, parse_iso_day, profile_value, same_teller, terms
 from edgemem.recall.limits import Amount, Limit, amounts, asked_amount, limits
 from edgemem.text import day_label
 
@@ -470,12 +470,6 @@ def _assistant(item: Evidence) -> bool:
     return (item.speaker or "").strip().lower() in ASSISTANT_SPEAKERS
 
 
-def _same_person(a: Evidence, b: Evidence) -> bool:
-    """Both said by one person; an assistant's line restates its user's ("Updated: no calls after 7")."""
-    sa, sb = (a.speaker or "").strip().lower(), (b.speaker or "").strip().lower()
-    return sa == sb or not sa or not sb or sa in ASSISTANT_SPEAKERS or sb in ASSISTANT_SPEAKERS
-
-
 def replaced_rules(items: Sequence[Evidence]) -> dict[tuple[int, str], tuple[Evidence, str]]:
     """(note id, rule sentence) → (the later item, its sentence) that replaced that rule (see above)."""
     said = [(item, s) for item in items if item.kind != "summary" for s in _sentences_of(item)]
@@ -488,9 +482,9 @@ def replaced_rules(items: Sequence[Evidence]) -> dict[tuple[int, str], tuple[Evi
             reason = _reason(rule)
             sides = _bound_sides(rule)
             for later, sentence in said:
-                if (later.event_time or "", later.note_id) <= (item.event_time or "", item.note_id):
+                if _said_order(later) <= _said_order(item):
                     continue
-                if not _same_person(item, later):
+                if not same_teller(item, later):
                     continue
                 if _assistant(later) and not _assistant(item) and later.day == item.day:
                     continue  # "Understood: no calls after 6 pm": the user's rule restated, not changed
@@ -553,7 +547,7 @@ def _newer_limit(item: Evidence, sentence: str,
     about = _limited_thing(sentence)
     values = {a.unit: a.value for a in amounts(sentence)}
     found = [later for later, stated, thing in said
-             if _said_order(later) > _said_order(item) and _same_person(item, later)
+             if _said_order(later) > _said_order(item) and same_teller(item, later)
              and any(lim.amount.unit in values and lim.amount.value != values[lim.amount.unit]
                      and about & (thing - terms(lim.amount.unit)) for lim in stated)]
     return max(found, key=_said_order, default=None)
@@ -879,7 +873,7 @@ def _limit_verdict(question: str, evidence: Sequence[Evidence],
     if not about:
         return None
     def when(f: tuple[Evidence, str, str, Limit]) -> tuple[str, int]:
-        return (f[0].event_time or "", f[0].note_id)
+        return _said_order(f[0])
 
     best = max(about, key=when)
     # A newer limit in the unit that names the value it replaces ("up to 40 miles now, not 30") or
@@ -946,9 +940,9 @@ def _already_bought(question: str, evidence: Sequence[Evidence], found: tuple[Ev
     about = (_about(question) | _about(limit_sentence)) - _LIMIT_TERMS - _SPENDING_TERMS
     out: list[tuple[Evidence, Amount]] = []
     for e in evidence:
-        if e.kind != "raw" or e.note_id <= 0 or not _same_person(item, e):
+        if e.kind != "raw" or e.note_id <= 0 or not same_teller(item, e):
             continue
-        if (e.event_time or "", e.note_id) < (item.event_time or "", item.note_id):
+        if _said_order(e) < _said_order(item):
             continue
         for sentence in SENTENCES.split(e.text.strip()):
             if (not _BOUGHT.search(sentence) or limits(sentence) or not _plain_terms(sentence) & about

@@ -26,7 +26,7 @@ from datetime import date, timedelta
 from dateutil.relativedelta import relativedelta
 
 from edgemem.recall.events import anchors
-from edgemem.recall.evidence import ASSISTANT_SPEAKERS, Evidence, jaccard, parse_iso_day, terms
+from edgemem.recall.evidence import ASSISTANT_SPEAKERS, Evidence, jaccard, parse_iso_day, same_teller, terms
 from edgemem.text import HOLIDAY_PATTERN, day_label
 
 __all__ = [
@@ -408,7 +408,7 @@ def _told_again(chosen: Evidence | str, best: tuple, evidence: Sequence[Evidence
     for item in evidence:
         if not isinstance(item, Evidence) or item.kind == "summary" or item.stale or item.day is None:
             continue
-        if item.day <= out.day or not _same_teller(item, chosen):
+        if item.day <= out.day or not same_teller(item, chosen):
             continue
         if len(wanted & terms(item.text)) < best[2] or (mine and _owned_by_another(item.text, wanted)):
             continue
@@ -416,12 +416,6 @@ def _told_again(chosen: Evidence | str, best: tuple, evidence: Sequence[Evidence
         if any(c <= b and a <= d and (c, d) != (a, b) for a, b in spans for c, d in later):
             out = item
     return out
-
-
-def _same_teller(a: Evidence, b: Evidence) -> bool:
-    """Both lines tell the same person's plans: one speaker, or the assistant noting the user's."""
-    one, other = (a.speaker or "").casefold(), (b.speaker or "").casefold()
-    return one == other or bool({one, other} & ASSISTANT_SPEAKERS)
 
 
 _MY = re.compile(r"\b(?:my|our)\b", re.IGNORECASE)
@@ -563,7 +557,7 @@ def stretch(event: str, evidence: Sequence[Evidence], within: Sequence[tuple[dat
                 # ("A possible Tokyo trip, 8-12 September", then "tokyo confirmed: sunday 7 sept, land
                 # the 8th, back saturday 13th"): see :func:`_told_again`.
                 retold = _stretch_of(later)
-                ahead = (retold is not None and later.day <= start and _same_teller(later, item)
+                ahead = (retold is not None and later.day <= start and same_teller(later, item)
                          and retold[0] <= end and start <= retold[1])
                 anew = end.day in _replaced_days(later.text) or later.note_id == item.superseded_by or ahead
                 retold = retold if anew else None
