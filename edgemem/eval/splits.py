@@ -28,7 +28,11 @@ tuned on. After their one run that session, a review diff printed the first ~80 
 long lines (turns and gold answers); nothing was changed in the code after that except a refactor.
 Halina and Chidi (last reported as check there, 25/88) became *tune* in the twenty-eighth session,
 and two personas written then by a helper that saw no edgemem code, Shona and Margaux
-(``eval/data/personal-fresh3.json``), are the check nothing was tuned on.
+(``eval/data/personal-fresh3.json``), are the check nothing was tuned on. They stayed the check to the
+thirty-third session (last reported there, 38/88), read only as totals and count-only causes; in the
+thirty-fourth they became *tune*, their failures read, and two personas written then by a helper that
+saw no edgemem code, Bart and Deepa (``eval/data/personal-fresh4.json``), are the check nothing was
+tuned on.
 
 The date battery (``eval/data/date-battery.jsonl``) and the QA battery (``eval/data/qa-battery.jsonl``),
 both written in the twenty-ninth session by helpers that saw no edgemem code, split by item, not by
@@ -64,8 +68,10 @@ SPLITS: dict[str, str] = {
     "persona-graciela": TUNE,
     "persona-halina": TUNE,
     "persona-chidi": TUNE,
-    "persona-shona": CHECK,
-    "persona-margaux": CHECK,
+    "persona-shona": TUNE,
+    "persona-margaux": TUNE,
+    "persona-bart": CHECK,
+    "persona-deepa": CHECK,
 }
 
 

@@ -21,8 +21,9 @@ FRESH = Path(str(files("edgemem.eval") / "data" / "personal-fresh.json"))  # two
 MORE = Path(str(files("edgemem.eval") / "data" / "personal-more.json"))  # two tune personas written later still
 TUNE2 = Path(str(files("edgemem.eval") / "data" / "personal-tune2.json"))  # two more tune personas, later again
 FRESH2 = Path(str(files("edgemem.eval") / "data" / "personal-fresh2.json"))  # the check in the 27th session, tune since
-FRESH3 = Path(str(files("edgemem.eval") / "data" / "personal-fresh3.json"))  # the check since the 28th session
-SETS = (PERSONAL, FRESH, MORE, TUNE2, FRESH2, FRESH3)
+FRESH3 = Path(str(files("edgemem.eval") / "data" / "personal-fresh3.json"))  # the check in sessions 28-33, tune since
+FRESH4 = Path(str(files("edgemem.eval") / "data" / "personal-fresh4.json"))  # the check since the 34th session
+SETS = (PERSONAL, FRESH, MORE, TUNE2, FRESH2, FRESH3, FRESH4)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,9 @@ def test_loads_through_the_locomo_loader(samples):
     fresh2 = [c.id for c in locomo.load(FRESH2, max_file_bytes=10_000_000, max_text_bytes=100_000)]
     assert fresh2 == ["persona-halina", "persona-chidi"] and {splits.split_of(i) for i in fresh2} == {"tune"}
     fresh3 = [c.id for c in locomo.load(FRESH3, max_file_bytes=10_000_000, max_text_bytes=100_000)]
-    assert fresh3 == ["persona-shona", "persona-margaux"] and {splits.split_of(i) for i in fresh3} == {"check"}
+    assert fresh3 == ["persona-shona", "persona-margaux"] and {splits.split_of(i) for i in fresh3} == {"tune"}
+    fresh4 = [c.id for c in locomo.load(FRESH4, max_file_bytes=10_000_000, max_text_bytes=100_000)]
+    assert fresh4 == ["persona-bart", "persona-deepa"] and {splits.split_of(i) for i in fresh4} == {"check"}
 
 
 def test_shape_of_each_persona(samples):
