@@ -333,6 +333,18 @@ _FUTURE_MARKERS = re.compile(
 # 20 october"): the past verb before it changed the plan, the date is the plan's (no tense: nearest).
 _NOW_MARKER = re.compile(r"\b(?:(?:is|are|am|['’]s|['’]re)\s+now|now\s+(?:it['’]?s|it\s+is|(?:it|they)['’]re|is|on))\b",
                          re.IGNORECASE)
+# Words that place the date's event without a tense of their own, so a past verb further off in the
+# sentence does not decide it (it is the nearest marker that does): an infinitive after a verb that
+# takes one ("got asked to play fête de la musique on june 21", said 4 June: this June), and a
+# timetable's present ("hélène got the grant money, RA job starts may 11", said 2 April: this May).
+# Either reads as no tense: the nearest occurrence.
+_UNTENSED = re.compile(
+    r"\b(?:(?:asked|invited|agreed|decided|offered|promised|booked|arranged|told|supposed|expected|due|set|chosen|"
+    r"picked|selected|hired|paid|signed\s+up|lined\s+up)\s+(?:\w+\s+)?to\s+(?!the\b|a\b|an\b|my\b|our\b|his\b|her\b|"
+    r"their\b|your\b)[a-z]+|(?:starts|begins|opens|closes|ends|finishes|kicks\s+off|resumes|restarts|launches|"
+    r"leaves|departs|arrives|lands|returns)\b)",
+    re.IGNORECASE,
+)
 _SENTENCE_END = re.compile(r"[.!?\n]")
 # Where a tense stops: a sentence's end, a spaced dash ("Madrid on 14 March — noted."): what
 # follows it is a remark about the line, not the verb of its date; or an emoji, which ends a
@@ -373,7 +385,7 @@ def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
     clause_end = _CLAUSE_END.search(ctx.text, stop, right)
     right = clause_end.start() if clause_end else right
     best: tuple[int, Optional[str]] | None = None
-    for tense, pattern in (("past", _PAST_MARKERS), ("future", _FUTURE_MARKERS), (None, _NOW_MARKER)):
+    for tense, pattern in (("past", _PAST_MARKERS), ("future", _FUTURE_MARKERS), (None, _NOW_MARKER), (None, _UNTENSED)):
         for m in pattern.finditer(ctx.text, left, right):
             if m.start() < stop and m.end() > begin:
                 continue  # part of the phrase itself
@@ -572,6 +584,11 @@ def _distance(span: tuple[date, date], day: date) -> int:
 
 
 _PAST_WEIGHT = 2
+# A past-tense day (no year written) more than _STALE_DAYS back yields to the same day within
+# _SOON_DAYS ahead (see _choose).
+_STALE_DAYS = 300
+_SOON_DAYS = 60
+_MONTH_DAYS = 27  # a span this long or longer may be a whole month
 
 
 def _choose(spans: list[tuple[date, date]], ctx: _Context, tense: Optional[str]) -> Optional[tuple[date, date]]:
@@ -583,7 +600,17 @@ def _choose(spans: list[tuple[date, date]], ctx: _Context, tense: Optional[str])
     one just gone."""
     if tense == "past":
         begun = [s for s in spans if s[0] <= ctx.day]
-        return max(begun) if begun else None
+        last = max(begun) if begun else None
+        # A day without its year is rarely most of a year gone: "callums got an interview on the 4th
+        # feb", said 21 January, is the interview in two weeks, the past verb the getting of it.
+        # Days and ranges of days ("22–27 December"), not a month: "went to Spain in May" said in April
+        # may well be last May.
+        ahead = [s for s in spans if s[0] > ctx.day and (s[1] - s[0]).days < _MONTH_DAYS]
+        if last is not None and (last[1] - last[0]).days < _MONTH_DAYS and ahead and (ctx.day - last[0]).days > _STALE_DAYS:
+            soon = min(ahead)
+            if (soon[0] - ctx.day).days <= _SOON_DAYS:
+                return soon
+        return last
     if tense == "future":
         open_ = [s for s in spans if s[1] >= ctx.day]
         return min(open_) if open_ else None

@@ -227,8 +227,10 @@ def test_a_label_before_a_colon_is_not_the_tense_of_the_plan_after_it() -> None:
     assert annotate("Noted: Dublin, 23 to 28 December.", said) == "Noted: Dublin, 23 to 28 December [23–28 December 2025]."
     said = datetime(2025, 2, 22, 9, 0)
     assert annotate("Saved: Mum's birthday is 9 March.", said) == "Saved: Mum's birthday is 9 March [9 March 2025]."
-    # Without the colon the verb is the sentence's tense: the March just gone.
-    assert annotate("I saved the date, 9 March.", said) == "I saved the date, 9 March [9 March 2024]."
+    # Without the colon the verb is the sentence's tense: the March just gone (said in September; said
+    # in February, a year back, it yields to the coming one: see the test of days most of a year back).
+    said = datetime(2025, 9, 1, 9, 0)
+    assert annotate("I saved the date, 9 March.", said) == "I saved the date, 9 March [9 March 2025]."
 
 
 def test_a_past_day_of_the_month_does_not_take_a_later_month() -> None:
@@ -379,12 +381,13 @@ def test_the_present_progressive_reads_a_month_ahead(text, expected):
     ("the trip moved, the school shifted it, it's now 16 to 20 october",
      "the trip moved, the school shifted it, it's now 16 to 20 october [16–20 October 2025]"),
     ("they changed it, the party is now on 12 October", "they changed it, the party is now on 12 October [12 October 2025]"),
-    # Without "now" the nearest past verb still reads the date as gone by.
-    ("the school shifted it to the spring, we went 16 to 20 october",
-     "the school shifted it to the spring, we went 16 to 20 october [16–20 October 2024]"),
 ])
 def test_is_now_reads_a_changed_plan_at_its_nearest_date(text, expected):
     assert annotate(text, datetime(2025, 10, 2, 20, 0)) == expected
+    # Without "now" the nearest past verb still reads the date as gone by (said in April: October is
+    # nearer ahead, the verb puts it back).
+    assert annotate("the school shifted it to the spring, we went 16 to 20 october", datetime(2025, 4, 2, 20, 0)) == (
+        "the school shifted it to the spring, we went 16 to 20 october [16–20 October 2024]")
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -577,3 +580,38 @@ def test_a_count_of_days_or_weeks_from_today_or_tomorrow(text, expected):
 ])
 def test_the_weekday_before_or_after_the_day_just_dated(text, expected):
     assert annotate(text, datetime(2026, 11, 19, 19, 0)) == expected
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    # An infinitive after a past verb names an event ahead: said 4 June, this June, not last.
+    ("and we got asked to play the street festival on june 21, outdoor stage", datetime(2026, 6, 4, 20, 0),
+     "and we got asked to play the street festival on june 21 [21 June 2026], outdoor stage"),
+    # A timetable's present beats a past verb further off: said 2 April, this May.
+    ("she got the grant money, the new job starts may 11, 20h a week", datetime(2026, 4, 2, 21, 0),
+     "she got the grant money, the new job starts may 11 [11 May 2026], 20h a week"),
+    ("the contract ends 31 December and they won't renew", datetime(2025, 9, 21, 9, 0),
+     "the contract ends 31 December [31 December 2025] and they won't renew"),
+    # The past verb nearest the date still decides.
+    ("the course started 3 march and I loved it", datetime(2026, 3, 20, 9, 0),
+     "the course started 3 march [3 March 2026] and I loved it"),
+    ("we went to the cinema on 3 december", datetime(2026, 3, 20, 9, 0),
+     "we went to the cinema on 3 december [3 December 2025]"),
+])
+def test_an_untensed_infinitive_or_timetable_present_takes_the_nearest_occurrence(text, when, expected):
+    assert annotate(text, when) == expected
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    # A past verb, but the day written without its year is weeks ahead, not most of a year back.
+    ("trafford emailed, callums got an interview on the 4th feb!!", datetime(2026, 1, 21, 5, 0),
+     "trafford emailed, callums got an interview on the 4th feb [4 February 2026]!!"),
+    ("Christmas in Seville with your mum, 22–27 December, Noor included.", datetime(2025, 11, 20, 9, 0),
+     "Christmas [25 December 2025] in Seville with your mum, 22–27 December [22–27 December 2025], Noor included."),
+    # Months back and months ahead: the past verb decides.
+    ("My sister got married in Porto on 20 June", datetime(2026, 1, 19, 10, 0),
+     "My sister got married in Porto on 20 June [20 June 2025]"),
+    # A whole month is no day: last May may well be meant.
+    ("we went to Spain in May", datetime(2026, 4, 2, 9, 0), "we went to Spain in May [May 2025]"),
+])
+def test_a_past_day_most_of_a_year_back_yields_to_the_same_day_weeks_ahead(text, when, expected):
+    assert annotate(text, when) == expected
