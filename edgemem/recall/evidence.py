@@ -121,7 +121,8 @@ _ALNUM = re.compile(r"(?<![\w])(?=[a-z]*\d)(?=\d*[a-z])[a-z\d]{2,}(?![\w])")
 # is Christmas (a chat history is often written this way; a question may be asked either way).
 SHORTHAND = {"bday": "birthday", "bdays": "birthdays", "b'day": "birthday", "xmas": "christmas", "appt": "appointment",
              "appts": "appointments", "gf": "girlfriend", "bff": "friend", "tmrw": "tomorrow", "tmr": "tomorrow",
-             "wk": "week", "wks": "weeks", "yr": "year", "yrs": "years", "hosp": "hospital"}
+             "wk": "week", "wks": "weeks", "yr": "year", "yrs": "years", "hosp": "hospital", "op": "operation",
+             "ops": "operations"}
 
 
 def terms(text: str) -> set[str]:

@@ -1313,13 +1313,21 @@ def _named(question: str, names: set[str]) -> str:
                         if terms(w) & names)
 
 
+# A sum is the answer only to a question that asks for one, by a word ("in total", "so far") or by the
+# perfect, which counts up to now ("How many bouldering sessions have I had?"). "How many kids ended up
+# in the study?" (14 started, 2 dropped out) and "How many t-shirts did we sell at the show?" ask for
+# one number, which is no sum of the numbers told.
+_ASKS_TOTAL = re.compile(r"\b(?:in\s+total|total|altogether|all\s+together|combined|in\s+all|all\s+told|so\s+far|"
+                         r"how\s+many\b.*\b(?:have|has|'ve))\b", re.IGNORECASE)
+
+
 def total_answer(question: str, evidence: Sequence[Evidence],
                  asked_days: Sequence[tuple[date, date]] = ()) -> tuple[str, list[int]] | None:
     """"How many trout have I had in total?": the sum :func:`_total` adds up, as the answer, citing
     the notes of the events it adds; None when no event gives a number above one. ``asked_days``:
     only events on the days the question names count ("this year")."""
     counted = _counted(question, evidence)
-    if counted is None:
+    if counted is None or not _ASKS_TOTAL.search(question):
         return None
     word, told, _ = counted
     found = count_occurrences(word.lower(), told, asked_days)
@@ -1564,41 +1572,97 @@ _ASKS_MONEY = re.compile(r"\b(?:how\s+much|cost|costs|price|prices|priced|spent|
                          r"worth|fee|fees|charge[sd]?|salary|wage|earn\w*)\b", re.IGNORECASE)
 
 
+def _sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of ``text`` (:data:`_SENTENCE`'s split, with offsets)."""
+    spans, start = [], 0
+    for m in _SENTENCE.finditer(text):
+        spans.append((start, m.start()))
+        start = m.end()
+    spans.append((start, len(text)))
+    return [(a, b) for a, b in spans if text[a:b].strip()]
+
+
+# An amount written with its currency's sign ("$16.10 an hour", "£1,200"): a value of its own kind,
+# read only for a question about money.
+_SIGNED_MONEY = re.compile(r"[£$€]\s?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<k>[kKm]\b)?")
+
+
 def _values(text: str, topic: set[str], *, times_of_day: bool = True, money: bool = True) -> list[tuple[str, str]]:
-    """(kind, value as written) for each measured value in the text's sentences about ``topic``.
+    """(kind, value as written) for each measured value in the text's sentences about ``topic``;
+    see :func:`_placed_values`."""
+    return [(kind, value) for kind, value, _ in _placed_values(text, topic, times_of_day=times_of_day, money=money)]
+
+
+def _placed_values(text: str, topic: set[str], *, times_of_day: bool = True,
+                   money: bool = True) -> list[tuple[str, str, int]]:
+    """(kind, value as written, offset in ``text``) for each measured value in the text's sentences
+    about ``topic``, in the order written.
     ``times_of_day``: also a clock reading that says when ("at 10:30"), not only what was measured
     ("29:05"); "how did Papá's care change?" read "10:30 → 9:00 → 1:30" off his appointments.
     ``money``: also amounts of money written with a currency word ("1,480 dollars")."""
-    sentences = _SENTENCE.split(ANNOTATION.sub(" ", text))
+    blank = ANNOTATION.sub(lambda m: " " * len(m.group()), text)  # offsets kept
+    spans = _sentence_spans(blank)
+    sentences = [blank[a:b] for a, b in spans]
     # A sentence about the topic and the one after it ("parkrun done!! 29:05 this morning"); when the
     # topic's sentence gives no value, the one before it too ("32K on Sunday! longest run ever").
     about = [i for i, s in enumerate(sentences) if terms(s) & topic] if topic else list(range(len(sentences)))
     window = {j for i in about for j in (i, i + 1) if j < len(sentences)}
     window |= {i - 1 for i in about if i > 0 and not _VALUE.search(sentences[i])}
+    if about and topic:
+        window |= set(range(min(about), len(sentences)))
     found = []
-    for sentence in [sentences[i] for i in sorted(window)]:
+    for i in sorted(window):
+        sentence, offset = sentences[i], spans[i][0]
+        if money:
+            for m in _SIGNED_MONEY.finditer(sentence):
+                found.append(("money", m.group(0).strip(), offset + m.start()))
         for m in _VALUE.finditer(sentence):
             num, unit = m.group("num"), (m.group("unit") or "").lower()
             if unit in _NOT_UNITS or (":" not in num and re.fullmatch(r"(?:19|20)\d\d", num)):
                 continue
+            where = offset + m.start()
             if ":" in num:
                 if not times_of_day and (_AT_CLOCK.search(sentence, 0, m.start())
                                          or _CLOCK_AFTER.match(sentence, m.end("num"))):
                     continue
-                found.append(("clock", num))
+                found.append(("clock", num, where))
                 continue
+            unit = unit.split("/")[0]  # "20h/week" is 20 h
             if unit in STOPWORDS or not unit:
                 # "HbA1c 58, down from 61": a bare number must sit next to the topic's own words.
                 before = sentence[: m.start()].split()[-_NEAR_WORDS:]
                 if not topic or not terms(" ".join(before)) & topic:
                     continue
-                found.append(("", num))
+                found.append(("", num, where))
                 continue
             if not money and unit in _MONEY_UNITS:
                 continue
             unit = _UNIT_SAME.get(unit, unit)
-            found.append((unit, f"{num} {unit}" if unit != "%" else f"{num}%"))
-    return found
+            found.append((unit, f"{num} {unit}" if unit != "%" else f"{num}%", where))
+    return sorted(found, key=lambda f: f[2])
+
+
+# "How has my weight changed?", "How did my pay change?", "What's my HbA1c done since September?",
+# "How have the crowds grown?": a question about how something went or changed, which a series of
+# readings answers directly. "By how much did the exam get pushed back?" and "Sum up the season" are
+# not: the series is one fact among the notes for them.
+_ASKS_HOW_IT_WENT = re.compile(
+    r"^\W*(?:so\s+|and\s+|ok\s+)?how\s+(?:has|have|had|did|does|do|is|are|was|were)\b|"
+    r"\b(?:chang\w*|progress\w*|trend\w*|evolv\w*|improv\w*|grow\w*|grew|develop\w*|done\s+since)\b",
+    re.IGNORECASE,
+)
+
+
+def _reading_at(e: Evidence, offset: int) -> tuple[date, str]:
+    """When the reading at ``offset`` of the note's text held: the last date written before it in
+    the note, when that date is not ahead of the day said ("first one was sat 4th april [4 April
+    2026], 38:40. then the 11th [11 April 2026], 37:15"); else :func:`_reading_day`'s day."""
+    said = e.day
+    before = [(start, label) for at, start, end, label in dates_in_text(e.text[:offset]) if start == end]
+    if before and said is not None and before[-1][0] <= said:
+        return before[-1]
+    day, label, _ = _reading_day(e)
+    return day, label
 
 
 def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> tuple[list[str], tuple[str, list[int]] | None]:
@@ -1606,9 +1670,10 @@ def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> tuple
     their dates ("102 kg (12 October 2025) → 99 kg (...) → 93 kg (...)") — the sequence a state
     question asks for, read off the notes instead of left to a small model to collect.
 
-    One value per note, of the kind most notes share (clock readings, one unit, or bare numbers by the
-    topic's words); nothing when fewer than two notes give one or all give the same value. Also
-    returned: the sequence as an answer, with the notes it comes from."""
+    Each value a note gives of the kind most notes share (clock readings, an amount of money for a
+    question about money, one unit, or bare numbers by the topic's words), dated by the date written
+    before it in the note, else by the note; one value per date. Nothing when fewer than two
+    readings, or all the same value. Also returned: the sequence as an answer, with its notes."""
     if _COUNTING.search(question):
         return [], None
     # "What do you know about Noor?", "Give me an overview of my year with the choir": an overview
@@ -1616,39 +1681,54 @@ def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> tuple
     # sequence it asks for. A series needs a tracked thing the question names and no overview word.
     if not topic or terms(question) & _ACCOUNT_WORDS:
         return [], None
-    per_note: list[tuple[Evidence, dict[str, str]]] = []
+    asks_money = _ASKS_MONEY.search(question) is not None
+    readings: list[tuple[Evidence, str, str, date, str]] = []  # (note, kind, value, day, label)
     for scope in (topic, set()):
-        # No note names the topic ("my weight" told as "102 kilos"): values with a unit, from any note.
+        # No note names the topic ("my weight" told as "102 kilos"): values with a unit, from any
+        # note; a clock time or a bare number means nothing without the topic beside it.
         for e in ordered:
-            first: dict[str, str] = {}
-            for kind, value in _values(e.text, scope, times_of_day=_ASKS_TIME_OF_DAY.search(question) is not None,
-                                       money=_ASKS_MONEY.search(question) is not None):
-                first.setdefault(kind, value)
-            if first:
-                per_note.append((e, first))
-        if per_note:
+            seen: set[tuple[str, date]] = set()
+            for kind, value, at in _placed_values(e.text, scope, times_of_day=_ASKS_TIME_OF_DAY.search(question) is not None,
+                                                  money=asks_money):
+                if not scope and kind in ("clock", "", "money"):
+                    continue
+                day, label = _reading_at(e, at)
+                if (kind, day) not in seen:
+                    seen.add((kind, day))
+                    readings.append((e, kind, value, day, label))
+        if readings:
             break
-    kinds: dict[str, list[tuple[Evidence, str]]] = {}
-    for e, first in sorted(per_note, key=lambda p: (_reading_day(p[0])[0], _said(p[0]))):
-        for kind, value in first.items():
-            kinds.setdefault(kind, []).append((e, value))
-    ranked = sorted(kinds.items(), key=lambda kv: (len({v for _, v in kv[1]}), len(kv[1])), reverse=True)
-    if not ranked or len(ranked[0][1]) < 2 or len({v for _, v in ranked[0][1]}) < 2:
+    kinds: dict[str, list[tuple[Evidence, str, date, str]]] = {}
+    for e, kind, value, day, label in sorted(readings, key=lambda r: (r[3], _said(r[0]))):
+        kinds.setdefault(kind, []).append((e, value, day, label))
+    ranked = sorted(kinds.items(), key=lambda kv: (asks_money and kv[0] == "money", len({v for _, v, _, _ in kv[1]}), len(kv[1])),
+                    reverse=True)
+    if not ranked or len(ranked[0][1]) < 2 or len({v for _, v, _, _ in ranked[0][1]}) < 2:
         return [], None
-    series = []
-    for e, value in ranked[0][1]:  # a value repeated the same day (the assistant's echo) is one reading
-        if not series or (series[-1][1], _reading_day(series[-1][0])[1]) != (value, _reading_day(e)[1]):
-            series.append((e, value))
+    series: list[tuple[Evidence, str, date, str]] = []
+    for reading in ranked[0][1]:  # a value repeated the same day (the assistant's echo) is one reading
+        if not series or (series[-1][1], series[-1][2]) != (reading[1], reading[2]):
+            series.append(reading)
     if len(series) > TREND_MAX:
         series = series[: TREND_MAX // 2 - 1] + series[-(TREND_MAX - TREND_MAX // 2 + 1):]
-    steps = " → ".join(f"{value} ({_reading_day(e)[1]})" for e, value in series)
+    steps = " → ".join(f"{value} ({label})" for _, value, _, label in series)
     about = " ".join(w for w in re.findall(r"[A-Za-z][\w'-]*", question) if terms(w) & topic) or "it"
-    (first, a), (last, b) = series[0], series[-1]
-    answer = f"From {a} ({_reading_day(first)[1]}) to {b} ({_reading_day(last)[1]}): {steps}"
-    return [f"{about}, each value in the notes, oldest first: {steps}"], (answer, [e.note_id for e, _ in series])
+    (_, a, _, first), (_, b, _, last) = series[0], series[-1]
+    answer = f"From {a} ({first}) to {b} ({last}): {steps}"
+    notes = list(dict.fromkeys(e.note_id for e, _, _, _ in series))
+    return [f"{about}, each value in the notes, oldest first: {steps}"], (answer, notes)
 
 
 _SUPERLATIVE = re.compile(r"\b(?:[a-z]{2,}est|most|least|best|worst|first|last)\b", re.IGNORECASE)
+# "How have my parkrun times changed since my first one?": a first or last that says from when, not
+# which reading is asked.
+_FROM_FIRST = re.compile(r"\b(?:since|from|after|before)\s+(?:my|the|our|his|her|their|your)\s+(?:very\s+)?(?:first|last)\b",
+                         re.IGNORECASE)
+
+
+def _asks_one_reading(question: str) -> bool:
+    """A superlative asks for one reading ("What's the biggest fish I've caught?"), not a series."""
+    return _SUPERLATIVE.search(_FROM_FIRST.sub(" ", question)) is not None
 
 
 def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None = None,
@@ -1705,7 +1785,10 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
     # A superlative ("What's the biggest fish I've caught?") asks for one reading: the model picks it.
     # Only a question with no subject but its dates ("What's happening in December?") is selected by them.
     framed = () if names or topic - _OVERVIEW_WORDS else asked_days
-    direct = None if _SUPERLATIVE.search(question) else computed or digest(question, evidence, framed, similar)
+    # The series is the answer to a question about how something went ("How has my weight changed?");
+    # to any other it is a fact beside the notes ("What was my lowest weight?").
+    series = computed if _ASKS_HOW_IT_WENT.search(question) else None
+    direct = None if _asks_one_reading(question) else series or digest(question, evidence, framed, similar)
     direct = total_answer(question, ordered, asked_days) or direct  # "How many trout in total?": the sum
     direct = none_on_those_days(question, ordered, asked_days) or direct
     unheld = _not_theirs(counted)

@@ -26,7 +26,7 @@ from datetime import date, timedelta
 from dateutil.relativedelta import relativedelta
 
 from edgemem.recall.events import anchors
-from edgemem.recall.evidence import ASSISTANT_SPEAKERS, Evidence, jaccard, parse_iso_day, same_teller, terms
+from edgemem.recall.evidence import ANNOTATION, ASSISTANT_SPEAKERS, Evidence, jaccard, parse_iso_day, same_teller, terms
 from edgemem.text import HOLIDAY_PATTERN, day_label
 
 __all__ = [
@@ -353,12 +353,14 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
     if not wanted:
         return None
     mine = _MY.search(event) is not None
+    ordinals = {m.group(0).lower(): m.group(1) for m in _ORDINAL.finditer(event)}
     best: tuple[bool, bool, int, bool, bool, float, int] | None = None
     chosen: Evidence | str | None = None
     for i, item in enumerate(evidence):
         if isinstance(item, Evidence) and item.kind == "summary":
             continue  # computed facts restate dates; the notes are the source
-        overlap = len(wanted & terms(_text(item)))
+        held = terms(_text(item))
+        overlap = len(wanted & held) + _ordinal_told_as_number(ordinals, held, _text(item))
         if overlap == 0:
             continue
         dated = bool(_note_dates(item)) or _said_day(item) is not None
@@ -383,13 +385,34 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
         held = wanted & terms(_text(chosen))
         spread = {t: sum(t in terms(_text(item)) for item in evidence) for t in held}
         rarest = {t for t, n in spread.items() if n == min(spread.values())}
-        spots = _positions(_text(chosen), rarest) or _positions(_text(chosen), wanted) or [0]
+        spots = (_positions(_text(chosen), rarest) + _number_positions(ordinals, held, _text(chosen))
+                 or _positions(_text(chosen), wanted) or [0])
         at, start, end, label, exact = min(stored, key=lambda d: min(abs(d[0] - p) for p in spots))
         return Grounded(event, start, end, label, exact, note_id)
     said = _said_day(chosen)
     if said is None:
         return None
     return Grounded(event, said, said, day_label(said), True, note_id)
+
+
+_ORDINAL = re.compile(r"\b(\d{1,3})(?:st|nd|rd|th)\b", re.IGNORECASE)
+_BARE_NUMBER = re.compile(r"(?<![\d:.,/£$€-])\b\d{1,3}\b(?![:.,/]\d)")
+
+
+def _ordinal_told_as_number(ordinals: dict[str, str], held: set[str], text: str) -> int:
+    """How many of the event's ordinals a line tells as a number: "Callum's 16th birthday" is told
+    "callum turned 16 yesterday", "Fiona's 50th" "she's 50 on saturday" (dates' own numbers aside)."""
+    if not ordinals:
+        return 0
+    numbers = set(_BARE_NUMBER.findall(ANNOTATION.sub(" ", text)))
+    return sum(1 for word, number in ordinals.items() if word not in held and number in numbers)
+
+
+def _number_positions(ordinals: dict[str, str], held: set[str], text: str) -> list[int]:
+    """Where a line tells the event's ordinals as numbers (see :func:`_ordinal_told_as_number`)."""
+    plain = ANNOTATION.sub(lambda m: " " * len(m.group(0)), text)
+    wanted = {number for word, number in ordinals.items() if word not in held}
+    return [m.start() for m in _BARE_NUMBER.finditer(plain) if m.group(0) in wanted]
 
 
 def _told_again(chosen: Evidence | str, best: tuple, evidence: Sequence[Evidence | str], wanted: set[str],
@@ -811,7 +834,12 @@ def count_occurrences(term: str, evidence: Sequence[Evidence | str],
             continue
         days = _event_days(item, text, found)
         if len(days) >= 2:
-            lines.extend(_line(item, ids[-1], found[0], cleaned, proper, day=d) for d in days)
+            # "two more physio sessions, the 19th and then thursday the 3rd": the two is the days
+            # listed, one event each, not two on each day.
+            for split in (_line(item, ids[-1], found[0], cleaned, proper, day=d) for d in days):
+                if split.quantity == len(days):
+                    split.quantity = None
+                lines.append(split)
             continue
         line = _line(item, ids[-1], found[0], cleaned, proper)
         (planned if _planned(item, found[0], line, latest) else lines).append(line)

@@ -25,7 +25,7 @@ from edgemem.recall.preprocess import (
     temporal,
     timeline,
 )
-from edgemem.recall.tools import ground
+from edgemem.recall.tools import count_occurrences, ground
 
 
 def day(start: str, label: str, end: str | None = None, granularity: str = "day", approximate: bool = False) -> dict:
@@ -695,8 +695,9 @@ def test_a_value_told_just_before_the_topic_is_a_reading() -> None:
     ]
     facts = timeline("What's the longest run I've done so far?", runs).facts
     # "32K" comes before its topic's sentence, which gives no value; "Paid 40" is before one that does not either,
-    # but 40 has no unit and is not next to the topic's words.
-    assert facts[0] == "longest run, each value in the notes, oldest first: 12 k (3 February 2026) → 32 k (18 August 2026) → 10 k (25 August 2026)"
+    # but 40 has no unit and is not next to the topic's words. A reading told after a date is of that day
+    # (12K on Sunday 1 February); one told before it, of the day said.
+    assert facts[0] == "longest run, each value in the notes, oldest first: 12 k (1 February 2026) → 32 k (18 August 2026) → 10 k (25 August 2026)"
 
 
 def test_a_goal_is_read_on_the_day_it_was_set_and_a_hyphenated_value_counts() -> None:
@@ -768,7 +769,9 @@ def test_an_overview_since_a_month_keeps_lines_said_since_and_amounts_are_whole(
     assert digest("What have I bought since June?", told, [(date(2025, 6, 1), date(2025, 12, 1))]) == (
         "What your notes say about bought, oldest first:\n- 2 July 2025: bought a monitor, €420\n"
         "- 1 August 2025: bought a sofa on the 12th [12 August 2025] for €890", [1, 2])
-    assert _values("Murphy quoted €14,500, Doyle €12,800", terms("murphy quoted")) == []  # no "500", no "800"
+    # Whole amounts, each with its sign, only for a question about money: no "500", no "800".
+    assert _values("Murphy quoted €14,500, Doyle €12,800", terms("murphy quoted")) == [("money", "€14,500"), ("money", "€12,800")]
+    assert _values("Murphy quoted €14,500, Doyle €12,800", terms("murphy quoted"), money=False) == []
 
 
 def test_a_count_with_nothing_on_the_days_asked_says_so_and_when_there_was() -> None:
@@ -1241,3 +1244,40 @@ def test_a_word_opening_a_sentence_of_the_question_names_nobody() -> None:
                                                                                "2026-06-13T23:00:00", "me")]
     facts = timeline("How many shifts did I work last week? Count the double as two.", shifts).facts
     assert facts[0].startswith("number of shifts: 2 ")
+
+
+def test_a_series_takes_every_reading_of_a_note_each_on_the_day_written_before_it() -> None:
+    runs = [
+        Evidence(1, "parkrun!! missed the 28th [28 March 2026]. so my first one was sat 4th april [4 April 2026], 38:40. "
+                    "then sat just gone, the 11th [11 April 2026], 37:15!!!", "2026-04-14T21:00:00", speaker="Shona"),
+        Evidence(2, "parkrun update: did sat 25th april [25 April 2026], 35:58. then yesterday [16 May 2026] got a PB!!! 34:49.",
+                 "2026-05-17T18:00:00", speaker="Shona"),
+    ]
+    found = timeline("How have my parkrun times changed since my first one?", runs)
+    assert found.direct == ("From 38:40 (4 April 2026) to 34:49 (16 May 2026): 38:40 (4 April 2026) → 37:15 (11 April 2026) "
+                            "→ 35:58 (25 April 2026) → 34:49 (16 May 2026)", [1, 2])
+    # Not a question about how it went: the series is a fact, the model answers.
+    assert timeline("Sum up my parkruns so far.", runs).direct != found.direct
+
+
+def test_a_series_of_pay_reads_the_amounts_of_money_not_the_hours() -> None:
+    pay = [
+        Evidence(1, "i work at the café, ~15h a week at $16.10 an hour", "2025-11-27T21:00:00", speaker="Margaux"),
+        Evidence(2, "got a raise at the café!! $16.75 now, still 12h a week", "2026-02-25T21:00:00", speaker="Margaux"),
+    ]
+    assert timeline("How did my pay at the café change?", pay).direct == (
+        "From $16.10 (27 November 2025) to $16.75 (25 February 2026): $16.10 (27 November 2025) → $16.75 (25 February 2026)", [1, 2])
+
+
+def test_a_sum_answers_only_a_question_that_asks_for_a_total() -> None:
+    told = [
+        Evidence(1, "pilot study: 14 kids signed up", "2026-01-28T21:00:00", speaker="Margaux"),
+        Evidence(2, "two kids dropped out of the pilot study", "2026-03-02T21:00:00", speaker="Margaux"),
+        Evidence(3, "two more physio sessions since we talked, the 19th [19 June 2025] and then thursday the 3rd [3 July 2025]",
+                 "2025-07-08T21:00:00", speaker="Kwame"),  # dated by its labels
+    ]
+    assert timeline("How many kids ended up in my pilot study?", told[:2]).direct is None
+    assert timeline("How many kids have signed up to my pilot study in total?", told[:2]).direct is not None
+    # The two of "two more sessions" is its two dated events, one each: no number above one to add up.
+    assert timeline("How many physio sessions did I have in total?", told[2:]).direct is None
+    assert count_occurrences("physio", told[2:]).describe_events().startswith("number of physio: 2 ")

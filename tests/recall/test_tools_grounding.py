@@ -265,3 +265,22 @@ def test_a_plan_told_again_while_still_ahead_dates_it_from_the_later_telling() -
     # Days that do not overlap are another trip: the first one keeps its dates.
     april = note(4, "tokyo again: a joint session, 20-24 april", "2026-02-10T10:00:00", "s4")
     assert ground("the Tokyo trip", [possible, april]).start == date(2025, 9, 8)
+
+
+def test_an_ordinal_birthday_is_told_as_the_age_turned() -> None:
+    lines = [
+        note(1, "bits. callum turned 16 yesterday!! took him n ellie to nandos", "2025-12-29T10:48:00", "s5", "Shona"),
+        note(2, "Happy birthday to Callum! Sounds like a well-chosen present.", "2025-12-29T10:49:00", "s5", "Assistant"),
+        note(3, "we're back! landed monday. Ma's party on saturday was unreal, she danced for 3 hours at 75", "2026-01-14T19:10:00",
+             "s9", "Kwame"),
+    ]
+    found = ground("Callum's 16th birthday", lines)
+    assert (found.start, found.note_id) == (date(2025, 12, 28), 1)
+    # The date is the one written nearest the age: the party on Saturday, not the landing on Monday.
+    assert ground("Ma's 75th", lines).start == date(2026, 1, 10)
+
+
+def test_an_op_is_an_operation() -> None:
+    lines = [note(1, "mum rang about the allotment on the 12th", "2026-01-20T09:05:00", "s6", "Shona"),
+             note(2, "mums op went fine on the 14th!! colours are so bright now", "2026-01-20T09:00:00", "s6", "Shona")]
+    assert ground("mum's cataract operation", lines).start == date(2026, 1, 14)
