@@ -1071,6 +1071,14 @@ def recency(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[
     # newest line on it gives, when it gives one ("I could ask" lines give none and answer nothing).
     direct = None
     days = _exact_days(newest) if newest is not None and _asks_one_day(question) else set()
+    if len(days) > 1:
+        # "When do I fly back from Lyon?" against "out on the 21st now, and back on the 26th": the day
+        # written nearest the words the question shares with the line.
+        names, topic = _tracked(question)
+        held = terms(newest.text)
+        sure = names <= held if names else len(topic & held) >= 2
+        near = ground(question, [newest]) if sure else None
+        days = {near.start} if near is not None and near.exact and near.start in days else days
     if len(days) == 1:
         day = next(iter(days))
         label = f"{day.strftime('%A')}, {day_label(day)}" if _WEEKDAY_ASKED.search(question) else day_label(day)

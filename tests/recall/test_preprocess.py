@@ -1281,3 +1281,17 @@ def test_a_sum_answers_only_a_question_that_asks_for_a_total() -> None:
     # The two of "two more sessions" is its two dated events, one each: no number above one to add up.
     assert timeline("How many physio sessions did I have in total?", told[2:]).direct is None
     assert count_occurrences("physio", told[2:]).describe_events().startswith("number of physio: 2 ")
+
+
+def test_the_newest_line_with_two_days_answers_the_one_written_by_what_is_asked() -> None:
+    lines = [
+        Evidence(1, "lyon flights are booked: out sept 22 [22 September 2026], back sept 28 [28 September 2026]",
+                 "2026-06-04T20:00:00", speaker="Margaux",
+                 dates=[day("2026-09-22", "22 September 2026"), day("2026-09-28", "28 September 2026")]),
+        Evidence(2, "lyon change: out on the 21st [21 September 2026] now, a day earlier, and back on the 26th "
+                    "[26 September 2026], landing at 2:10pm", "2026-09-06T11:00:00", speaker="Margaux",
+                 dates=[dict(day("2026-09-21", "21 September 2026"), phrase="the 21st"),
+                        dict(day("2026-09-26", "26 September 2026"), phrase="the 26th")]),
+    ]
+    assert recency("When do I fly back from Lyon?", lines).direct == ("26 September 2026", [2])
+    assert recency("When do I fly out to Lyon?", lines).direct == ("21 September 2026", [2])
