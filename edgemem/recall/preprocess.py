@@ -1595,12 +1595,6 @@ def _sentence_spans(text: str) -> list[tuple[int, int]]:
 _SIGNED_MONEY = re.compile(r"[£$€]\s?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<k>[kKm]\b)?")
 
 
-def _values(text: str, topic: set[str], *, times_of_day: bool = True, money: bool = True) -> list[tuple[str, str]]:
-    """(kind, value as written) for each measured value in the text's sentences about ``topic``;
-    see :func:`_placed_values`."""
-    return [(kind, value) for kind, value, _ in _placed_values(text, topic, times_of_day=times_of_day, money=money)]
-
-
 def _placed_values(text: str, topic: set[str], *, times_of_day: bool = True,
                    money: bool = True) -> list[tuple[str, str, int]]:
     """(kind, value as written, offset in ``text``) for each measured value in the text's sentences

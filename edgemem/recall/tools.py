@@ -360,7 +360,7 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
         if isinstance(item, Evidence) and item.kind == "summary":
             continue  # computed facts restate dates; the notes are the source
         held = terms(_text(item))
-        overlap = len(wanted & held) + _ordinal_told_as_number(ordinals, held, _text(item))
+        overlap = len(wanted & held) + len(_number_positions(ordinals, held, _text(item)))
         if overlap == 0:
             continue
         dated = bool(_note_dates(item)) or _said_day(item) is not None
@@ -385,7 +385,8 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
         held = wanted & terms(_text(chosen))
         spread = {t: sum(t in terms(_text(item)) for item in evidence) for t in held}
         rarest = {t for t, n in spread.items() if n == min(spread.values())}
-        spots = (_positions(_text(chosen), rarest) + _number_positions(ordinals, held, _text(chosen))
+        numbers = _number_positions(ordinals, held, _text(chosen))
+        spots = (_positions(_text(chosen), rarest) + [at for ats in numbers.values() for at in ats]
                  or _positions(_text(chosen), wanted) or [0])
         at, start, end, label, exact = min(stored, key=lambda d: min(abs(d[0] - p) for p in spots))
         return Grounded(event, start, end, label, exact, note_id)
@@ -399,20 +400,18 @@ _ORDINAL = re.compile(r"\b(\d{1,3})(?:st|nd|rd|th)\b", re.IGNORECASE)
 _BARE_NUMBER = re.compile(r"(?<![\d:.,/£$€-])\b\d{1,3}\b(?![:.,/]\d)")
 
 
-def _ordinal_told_as_number(ordinals: dict[str, str], held: set[str], text: str) -> int:
-    """How many of the event's ordinals a line tells as a number: "Callum's 16th birthday" is told
+def _number_positions(ordinals: dict[str, str], held: set[str], text: str) -> dict[str, list[int]]:
+    """Where a line tells the event's ordinals as numbers, by number: "Callum's 16th birthday" is told
     "callum turned 16 yesterday", "Fiona's 50th" "she's 50 on saturday" (dates' own numbers aside)."""
-    if not ordinals:
-        return 0
-    numbers = set(_BARE_NUMBER.findall(ANNOTATION.sub(" ", text)))
-    return sum(1 for word, number in ordinals.items() if word not in held and number in numbers)
-
-
-def _number_positions(ordinals: dict[str, str], held: set[str], text: str) -> list[int]:
-    """Where a line tells the event's ordinals as numbers (see :func:`_ordinal_told_as_number`)."""
-    plain = ANNOTATION.sub(lambda m: " " * len(m.group(0)), text)
     wanted = {number for word, number in ordinals.items() if word not in held}
-    return [m.start() for m in _BARE_NUMBER.finditer(plain) if m.group(0) in wanted]
+    if not wanted:
+        return {}
+    plain = ANNOTATION.sub(lambda m: " " * len(m.group(0)), text)
+    found: dict[str, list[int]] = {}
+    for m in _BARE_NUMBER.finditer(plain):
+        if m.group(0) in wanted:
+            found.setdefault(m.group(0), []).append(m.start())
+    return found
 
 
 def _told_again(chosen: Evidence | str, best: tuple, evidence: Sequence[Evidence | str], wanted: set[str],

@@ -759,7 +759,7 @@ def test_a_plan_told_again_with_other_dates_outdates_the_first_telling() -> None
 
 
 def test_an_overview_since_a_month_keeps_lines_said_since_and_amounts_are_whole() -> None:
-    from edgemem.recall.preprocess import _values, digest
+    from edgemem.recall.preprocess import _placed_values, digest
 
     told = [Evidence(1, "bought a monitor, €420", "2025-07-02T10:00:00", "Rafael"),
             Evidence(2, "bought a sofa on the 12th [12 August 2025] for €890", "2025-08-01T10:00:00", "Rafael",
@@ -770,8 +770,8 @@ def test_an_overview_since_a_month_keeps_lines_said_since_and_amounts_are_whole(
         "What your notes say about bought, oldest first:\n- 2 July 2025: bought a monitor, €420\n"
         "- 1 August 2025: bought a sofa on the 12th [12 August 2025] for €890", [1, 2])
     # Whole amounts, each with its sign, only for a question about money: no "500", no "800".
-    assert _values("Murphy quoted €14,500, Doyle €12,800", terms("murphy quoted")) == [("money", "€14,500"), ("money", "€12,800")]
-    assert _values("Murphy quoted €14,500, Doyle €12,800", terms("murphy quoted"), money=False) == []
+    assert [(k, v) for k, v, _ in _placed_values("Murphy quoted €14,500, Doyle €12,800", terms("murphy quoted"))] == [("money", "€14,500"), ("money", "€12,800")]
+    assert _placed_values("Murphy quoted €14,500, Doyle €12,800", terms("murphy quoted"), money=False) == []
 
 
 def test_a_count_with_nothing_on_the_days_asked_says_so_and_when_there_was() -> None:
