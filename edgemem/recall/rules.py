@@ -628,6 +628,37 @@ def _unmet_condition(sentence: str, question: str) -> bool:
     return bool(condition) and not condition & _plain_terms(question)
 
 
+# What a prohibition is about is what its words govern, not every word of the sentence beside it:
+# "ill do the M6 to the lakes no bother" forbids nothing about the M6; "sam, a friend of théo, works at
+# a bike shop, non-smoker, no cat" rules nothing about Sam's rent. A negation ("never", "don't", "no",
+# "can't", "hate", "avoid") governs what follows it to the end of its clause; a word that says what
+# someone is ("allergic", "intolerant", "an allergy", "sacred", "off limits") governs its whole clause
+# ("she has pistache (her cat) and i'm allergic to cats"); a sentence that says it states a rule ("my
+# rule for custom cakes: ...") is about all it names, and a rule that holds under a condition is also
+# about its condition.
+_CLAUSE_END = re.compile(r"[.;:!?\u2013\u2014]|\s-\s|\bbut\b", re.IGNORECASE)
+_STATES_RULE = re.compile(r"\b(?:rules?|policy)\b", re.IGNORECASE)
+_WHOLE_CLAUSE = re.compile(r"allerg|intoleran|sacred|off[-\s]limits|free\b|stay\s+away", re.IGNORECASE)
+
+
+def _ruled(sentence: str) -> set[str]:
+    """The content terms ``sentence``'s prohibitions govern (see above)."""
+    if _STATES_RULE.search(sentence):
+        return _about(sentence)
+    out: set[str] = set()
+    for m in _PROHIBIT.finditer(sentence):
+        if (m.group().lower() == "no" and _NO_IDIOM.match(sentence, m.start())) or _NOT_IDIOM.match(sentence, m.start()):
+            continue
+        end = _CLAUSE_END.search(sentence, m.end())
+        start = m.start()
+        if _WHOLE_CLAUSE.match(m.group()):
+            start = max((c.end() for c in _CLAUSE_END.finditer(sentence, 0, m.start())), default=0)
+        out |= _about(sentence[start: end.start() if end else len(sentence)])
+    for m in _CONDITION.finditer(sentence):  # "the day after a night shift, nothing before 3pm": when it holds
+        out |= _plain_terms(m.group("cond")) - _CONDITION_NOISE
+    return out
+
+
 # A part of the day after a weekday ("Sunday mornings", "thursday evenings"), in minutes after midnight.
 _PART_OF_WEEKDAY = re.compile(r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\s+(mornings?|afternoons?|evenings?|nights?)\b",
                               re.IGNORECASE)
@@ -642,7 +673,7 @@ def applies(question: str, sentence: str, *, any_subject: bool = False) -> str |
     ``any_subject``: judge the day, month and time alone, as if the rule were about what is proposed."""
     if _someone_elses(sentence, question) or _unmet_condition(sentence, question):
         return None
-    shared = _about(question) & _about(sentence)
+    shared = _about(question) & (_ruled(sentence) if _prohibits(sentence) else _about(sentence))
     if not shared and not _about_anything(sentence) and not any_subject:
         return None
     rule_plain, rule_bounds = _rule_clock(sentence)

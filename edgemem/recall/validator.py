@@ -31,7 +31,7 @@ CONTEXT_CHARS = 6000  # B.3 truncates the context snippet to 6,000 characters
 
 _HARD_FAILURE = re.compile(
     r"escalate[_ ]?required|could not find|couldn'?t find|not (?:mentioned|found|available|specified|stated)|"
-    r"no (?:information|mention|record|relevant)|(?:does|do) not (?:mention|say|contain|specify)|"
+    r"no (?:information|mention|record|relevant)|(?:does|do) not (?:mention|say|contain|specify|provide|include|state|give)|"
     r"i (?:do not|don'?t) know|unknown|cannot be determined|there is no",
     re.IGNORECASE,
 )

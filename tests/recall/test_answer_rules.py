@@ -291,8 +291,20 @@ def test_a_rule_whose_reason_moved_decides_nothing_and_the_move_is_kept_beside_i
         'Yes — the rule against it changed on 22 July 2025: "pottery changes from September: it moves to Tuesday evenings."')
     assert rule_verdict("Could I join a Tuesday 7pm book club?", ev, context) is None  # the new evenings: no rule says
     prepared = preprocess.rules(asked, ev)
-    assert [(e.note_id, e.stale) for e in prepared.evidence] == [(1, True), (3, False)] and prepared.dropped == [2]
+    # the line that is no rule stays as a fact beside the rules (one of the best-ranked few)
+    assert [(e.note_id, e.stale) for e in prepared.evidence] == [(1, True), (2, False), (3, False)]
+    assert prepared.dropped == []
     assert prepared.evidence[0].line().endswith("(outdated as of 22 July 2025)")
+
+
+def test_the_best_ranked_lines_without_rule_language_stay_beside_the_rules() -> None:
+    rule = Evidence(1, "i'm badly allergic to cats.", "2025-01-10T20:00:00", speaker="Margaux", score=0.2)
+    facts = [Evidence(10 + i, f"line {i} about the week", f"2025-02-{i + 1:02d}T20:00:00", speaker="Margaux",
+                      score=0.9 - i / 100) for i in range(preprocess.RULE_FACTS + 2)]
+    prepared = preprocess.rules("Should I look after Pistache for a week?", [rule, *facts])
+    kept = {e.note_id for e in prepared.evidence}
+    assert kept == {1} | {10 + i for i in range(preprocess.RULE_FACTS)}  # the rule, however ranked, and the best facts
+    assert sorted(prepared.dropped) == [10 + preprocess.RULE_FACTS, 11 + preprocess.RULE_FACTS]
 
 
 def test_a_rule_about_anything_governs_by_its_day_and_time() -> None:
@@ -307,12 +319,21 @@ def test_a_rule_about_anything_governs_by_its_day_and_time() -> None:
     assert rule_verdict("Can I do a Sunday brunch at 2?", ev, context) is None
 
 
-def forbids_when(marker: str):
-    """A scripted applicability check: the rule forbids the proposal exactly when the rule contains ``marker``."""
+def forbids_when(marker: str, rules_out: str = "what it names"):
+    """A scripted applicability check: the rule forbids the proposal exactly when the rule contains
+    ``marker``; asked what such a rule rules out, it names ``rules_out``."""
     def reply(messages, schema):
+        if "rules_out" in schema["properties"]:
+            rule = messages[-1]["content"].split("Sentence:", 1)[1].split("\nProposal:", 1)[0]
+            return {"rules_out": rules_out if marker in rule else "nothing", "proposed": "it", "forbids": marker in rule}
         rule = messages[-1]["content"].split("Rule:", 1)[1].split("\nProposal:", 1)[0]
         return {"forbids": marker in rule}
     return reply
+
+
+def _rules_asked(llm) -> list[str]:
+    """The first line of each applicability question the scripted model was asked."""
+    return [c.messages[-1]["content"].splitlines()[0] for c in llm.calls if c.messages[-1]["content"].startswith("Rule:")]
 
 
 def test_a_rule_about_the_proposal_under_another_name_is_asked_of_the_model_for_its_day_and_time_only() -> None:
@@ -330,12 +351,19 @@ def test_a_rule_about_the_proposal_under_another_name_is_asked_of_the_model_for_
     out = covered_verdict(llm, asked, ev, context, spent=spent)
     assert out is spent and out.text == "No — for the new job I want to protect focus: no meetings on Friday afternoons."
     assert out.rule is not None and [e.note_id for e in out.rule.rules] == [1]
-    # asked about the two rules whose days and times fit (Friday; no time bound), never the 10am one
+    # asked about the two rules whose days and times fit (Friday; no time bound), never the 10am one;
+    # after its "true", what the rule rules out
     assert [c.messages[-1]["content"].splitlines()[0] for c in llm.calls] == [
-        "Rule: for the new job I want to protect focus: no meetings on Friday afternoons."]
+        "Rule: for the new job I want to protect focus: no meetings on Friday afternoons.",
+        "Sentence: for the new job I want to protect focus: no meetings on Friday afternoons."]
     llm = ScriptedLLM(default=forbids_when("nothing"))
     assert covered_verdict(llm, asked, ev, context) is None
-    assert [c.messages[-1]["content"].splitlines()[0] for c in llm.calls] == [
+    assert _rules_asked(llm) == [
+        "Rule: for the new job I want to protect focus: no meetings on Friday afternoons.", "Rule: I never eat meat."]
+    # a "true" for a sentence that, asked what it rules out, rules out nothing decides nothing
+    llm = ScriptedLLM(default=forbids_when("meetings", rules_out="nothing"))
+    assert covered_verdict(llm, asked, ev, context) is None
+    assert len(llm.calls) == 3 and _rules_asked(llm) == [
         "Rule: for the new job I want to protect focus: no meetings on Friday afternoons.", "Rule: I never eat meat."]
     # another day, a rule shared by word (decided in code), or no proposal: no model call
     asked_about = {}
@@ -343,7 +371,7 @@ def test_a_rule_about_the_proposal_under_another_name_is_asked_of_the_model_for_
                      "When is the design review?"):
         llm = ScriptedLLM(default=forbids_when("never"))
         out = covered_verdict(llm, question, ev, context)
-        asked_about[question] = ([c.messages[-1]["content"].splitlines()[0] for c in llm.calls], out and out.text)
+        asked_about[question] = (_rules_asked(llm), out and out.text)
     assert asked_about == {
         "Tariq asked for a design review this Thursday at 3pm, is that ok?": (["Rule: I never eat meat."], "No — I never eat meat."),
         "Can we meet on Friday?": (["Rule: I never eat meat."], "No — I never eat meat."),  # the meetings rule: code's
@@ -585,3 +613,25 @@ def test_a_part_of_the_day_bounds_a_rule_about_a_weekday() -> None:
     assert rule_verdict("Can I book the podiatrist for Sunday at 4pm?", ev, context) is None
     # "now I have to … every morning" speaks of no Sunday: it replaces nothing.
     assert replaced_rules(ev) == {}
+
+
+def test_a_negation_rules_what_it_governs_not_every_word_beside_it() -> None:
+    ev, context = _said(
+        (1, "2026-04-14T20:00:00", "Shona", "honestly i feel fine now, ill do the M6 to the lakes no bother"),
+        (2, "2026-08-20T21:00:00", "Margaux", "and i did: sam, a friend of théo, works at a bike shop, non-smoker, no cat."),
+        (3, "2025-11-02T09:00:00", "Kai", "(liam = my climbing buddy, drives a hilux and never lets me forget it)"),
+    )
+    # "no bother", "no cat", "never lets me forget it": what the negation governs is not what is asked
+    assert rule_verdict("Can I take the M6 up to the Lakes?", ev[:1], context) is None
+    assert rule_verdict("If Sam moves out, could I take his room?", ev[1:2], context) is None
+    assert rule_verdict("liam wants to go climbing on Saturday at 10, can I?", ev[2:], context) is None
+    # what it governs is: the cat, the thing after "never"
+    assert rule_verdict("Can I adopt a cat?", ev[1:2], context).decision == "no"
+    # a sentence that says it states a rule is about all it names; a rule that holds under a condition
+    # is about the condition too
+    ev, context = _said(
+        (4, "2026-01-05T10:00:00", "Graciela", "My rule for custom cakes: at least one week's notice, and never more than three tiers."),
+        (5, "2025-09-13T21:40:00", "Ines", "the day after a night shift do NOT put anything before 3pm."),
+    )
+    assert rule_verdict("A customer wants a custom cake for tomorrow, should I accept?", ev[:1], context).decision == "no"
+    assert rule_verdict("Can I have coffee at 11am the morning after a night shift?", ev[1:], context).decision == "no"
