@@ -164,7 +164,10 @@ def holiday_day(name: str) -> tuple[int, int]:
 
 # Where a sentence ends: after . ! or ? and the space before the next sentence (the packer's sentence
 # extraction and the write path's sentence vectors cut text the same way).
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+# A title's full stop ends no sentence: "the landlord is this sweet old portuguese man, sr. medeiros"
+# is one sentence, and cut after "sr." it lost the name the question asked for.
+_TITLES = ("mr", "mrs", "ms", "dr", "sr", "sra", "st", "jr", "prof", "mt", "vs", "e.g", "i.e")
+SENTENCE_END = re.compile("".join(rf"(?<!\b{re.escape(t)}\.)" for t in _TITLES) + r"(?<=[.!?])\s+(?=\S)", re.IGNORECASE)
 # Words are letters of any script: "Oisín", "Sinéad", "José" are one word each, not "Ois" and "n".
 _LETTER = r"[^\W\d_]"
 _TOKEN = re.compile(rf"{_LETTER}(?:{_LETTER}|['\-])*{_LETTER}|{_LETTER}")

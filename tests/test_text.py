@@ -55,3 +55,10 @@ def test_words_and_names_in_any_latin_script() -> None:
     assert tokens("Oisín's orthodontist and Sinéad") == ["oisín's", "orthodontist", "and", "sinéad"]
     assert extract_entities("Did Zoë meet José at the Bank of Ireland?") == ["Zoë", "José", "Bank of Ireland"]
     assert extract_entities("Łukasz and Ødegaard, McDonald's") == ["Łukasz", "Ødegaard", "McDonald's"]
+
+
+def test_a_titles_full_stop_ends_no_sentence() -> None:
+    from edgemem.text import SENTENCE_END
+
+    assert SENTENCE_END.split("the landlord is a sweet old man, sr. medeiros. he knocked £20 off! Dr. Lis agreed.") == [
+        "the landlord is a sweet old man, sr. medeiros.", "he knocked £20 off!", "Dr. Lis agreed."]

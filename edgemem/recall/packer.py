@@ -161,7 +161,11 @@ def top_sentences(text: str, question: str, k: int = TOP_SENTENCES) -> str:
         return text.strip()
     wanted = terms(question)
     shared = [len(terms(s) & wanted) for s in sentences]
-    ranked = sorted(range(len(sentences)), key=lambda i: (-shared[i], i))
+    # A sentence that shares no word with the question is taken for its place: the one after the best
+    # carries on what that one began ("garlics in!!! 2 rows of germidour, did it this morning"), where
+    # the note's first line is mostly a greeting ("afternoon!").
+    best = max(range(len(sentences)), key=lambda i: (shared[i], -i))
+    ranked = sorted(range(len(sentences)), key=lambda i: (-shared[i], abs(i - best - 0.5) if shared[i] == 0 else i))
     # Sentences tied with the k-th are kept too: "managing 14 staff" and "my manager is Bernadette"
     # share one word each with "what's my manager called in the new job?", and the earlier of a
     # tie is not the likelier answer.

@@ -163,8 +163,12 @@ def test_top2_sentence_extraction_for_precision_tags(small_llm) -> None:
     assert top_sentences(line, "what's my manager called in the new job?") == (
         "First month in the new job done. managing 14 staff, bit overwhelming. my manager is Bernadette, she's great."
     )
-    # no tie at zero: the second sentence is the first of the rest, as before
-    assert top_sentences(line, "where did we go for thai?") == "First month in the new job done. she brought us all for thai on friday."
+    # no tie at zero: the second sentence is the nearest to the best one, after it if there is one
+    assert top_sentences(line, "where did we go for thai?") == (
+        "my manager is Bernadette, she's great. she brought us all for thai on friday.")
+    note = "afternoon! just back from the allotment, garlics in!!! 2 rows of germidour, did it this morning. stan says july"
+    assert top_sentences(note, "Which variety of garlic did I plant?") == (
+        "just back from the allotment, garlics in!!! 2 rows of germidour, did it this morning.")
     # Not a precision tag: the whole chunk.
     packed = pack(question, "conflict-resolution", [raw(1, text)], small_llm.count_tokens, ceiling=2000)
     assert packed.text == f"(2 May 2023, Caroline) {text}"
@@ -322,7 +326,7 @@ def test_a_rule_check_sees_a_long_notes_rule_whole() -> None:
                     "2025-09-05T21:40:00", speaker="Graciela")
     question = "The hearing-aid technician can come on Sunday at 10. Should I say yes?"
     packed = pack(question, "constraint-validation", [note], lambda t: len(t) // 4, ceiling=2000)
-    assert rule in packed.text and "bakery" not in packed.text
+    assert rule in packed.text and "Please remember" not in packed.text  # the line after the rule carries on
     # Another tag still gets the note cut to its word cap.
     assert rule not in pack(question, "state-tracking", [note], lambda t: len(t) // 4, ceiling=2000).text
 
