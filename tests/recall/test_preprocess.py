@@ -1295,3 +1295,20 @@ def test_the_newest_line_with_two_days_answers_the_one_written_by_what_is_asked(
     ]
     assert recency("When do I fly back from Lyon?", lines).direct == ("26 September 2026", [2])
     assert recency("When do I fly out to Lyon?", lines).direct == ("21 September 2026", [2])
+
+
+def test_a_later_line_that_says_it_changed_replaces_the_earlier_one_on_a_lookup() -> None:
+    from edgemem.recall.preprocess import changed, prepare
+
+    first = ev(1, "ellie's joined a new club. coach is called jade, she seems lovely.", "2025-09-18T20:00:00")
+    other = ev(2, "ellie scored twice on saturday!", "2025-10-05T20:00:00")
+    later = ev(3, "ellie says new coach marcus is actually ok.", "2026-01-21T20:00:00")
+    reply = ev(4, "Noted: Ellie's coach is now Marcus.", "2026-01-21T20:00:01", speaker="Assistant")
+    question = "Who's Ellie's football coach?"
+    assert {old: new.note_id for old, new in changed(question, [first, other, later, reply]).items()} == {1: 3}
+    prepared = prepare("targeted-extraction", question, [first, other, later, reply])
+    assert ids(prepared.evidence) == [2, 3, 4] and prepared.dropped == [1]  # the lookup shows the new coach only
+    # no later line of that person says it changed: nothing is outdated
+    assert changed(question, [first, other]) == {}
+    assert set(changed("Who's her coach?", [first, later])) == {1}  # its one content term is all it needs
+    assert changed("Which club did Ellie join?", [first, later]) == {}  # the later line holds "ellie" only
