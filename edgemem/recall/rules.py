@@ -638,7 +638,7 @@ def _unmet_condition(sentence: str, question: str) -> bool:
 # about its condition.
 _CLAUSE_END = re.compile(r"[.;:!?\u2013\u2014]|\s-\s|\bbut\b", re.IGNORECASE)
 _STATES_RULE = re.compile(r"\b(?:rules?|policy)\b", re.IGNORECASE)
-_WHOLE_CLAUSE = re.compile(r"allerg|intoleran|sacred|off[-\s]limits|free\b|stay\s+away", re.IGNORECASE)
+_WHOLE_CLAUSE = re.compile(r"allerg|intoleran|sacred|off[-\s]limits|stay\s+away", re.IGNORECASE)
 
 
 def _ruled(sentence: str) -> set[str]:
