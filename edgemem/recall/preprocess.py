@@ -158,7 +158,7 @@ def _says_changed(text: str, asked: set[str], question: str) -> bool:
     if _CHANGED.search(text):
         return True
     own = {t for m in _NEW.finditer(question) for t in terms(m.group(1))}
-    return any(terms(m.group(1)) & asked - own for m in _NEW.finditer(text))
+    return any(terms(m.group(1)) & (asked - own) for m in _NEW.finditer(text))
 
 
 CHANGED_SHARED = 2  # content terms of the question both lines must hold (fewer when it has fewer)
@@ -184,9 +184,10 @@ def changed(question: str, evidence: Sequence[Evidence]) -> dict[int, Evidence]:
         return {}
     said = [e for e in evidence if e.kind == "raw" and not e.stale
             and (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS and len(asked & terms(e.text)) >= need]
+    changing = [n for n in said if _says_changed(n.text, asked, question)]
     out: dict[int, Evidence] = {}
     for e in said:
-        later = [n for n in said if _said(n) > _said(e) and _same_speaker(n, e) and _says_changed(n.text, asked, question)]
+        later = [n for n in changing if _said(n) > _said(e) and _same_speaker(n, e)]
         if later:
             out[e.note_id] = max(later, key=_said)
     return out

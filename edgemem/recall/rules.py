@@ -571,15 +571,20 @@ _ONE_DAY = re.compile(r"\b(?:that|this)\s+day\b|(?<!\bfrom\s)(?<!\bsince\s)(?<!\
                       r"\b(?:today|tonight|tomorrow)\b|\bthis\s+(?:time|once)\b", re.IGNORECASE)
 
 
+def _prohibitions(sentence: str) -> list[re.Match[str]]:
+    """The prohibiting words of ``sentence`` that are no idiom ("no time", "don't worry")."""
+    return [m for m in _PROHIBIT.finditer(sentence)
+            if not (m.group().lower() == "no" and _NO_IDIOM.match(sentence, m.start()))
+            and not _NOT_IDIOM.match(sentence, m.start())]
+
+
 def _prohibits(sentence: str) -> bool:
     """Prohibiting language in ``sentence``: not an idiom ("no time", "don't worry"), not a limit on
     one day ("can't come that day"), and a dislike that is not someone else's feeling reported
     ("he'll pretend to hate it")."""
     if _ONE_DAY.search(sentence):
         return False
-    found = [m for m in _PROHIBIT.finditer(sentence)
-             if not (m.group().lower() == "no" and _NO_IDIOM.match(sentence, m.start()))
-             and not _NOT_IDIOM.match(sentence, m.start())]
+    found = _prohibitions(sentence)
     if not found:
         return False
     if all(_EMOTIVE.fullmatch(m.group()) for m in found):
@@ -646,9 +651,7 @@ def _ruled(sentence: str) -> set[str]:
     if _STATES_RULE.search(sentence):
         return _about(sentence)
     out: set[str] = set()
-    for m in _PROHIBIT.finditer(sentence):
-        if (m.group().lower() == "no" and _NO_IDIOM.match(sentence, m.start())) or _NOT_IDIOM.match(sentence, m.start()):
-            continue
+    for m in _prohibitions(sentence):
         end = _CLAUSE_END.search(sentence, m.end())
         start = m.start()
         if _WHOLE_CLAUSE.match(m.group()):

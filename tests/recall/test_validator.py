@@ -96,6 +96,8 @@ def test_owner_rule_stays_silent_when_the_context_cannot_say() -> None:
 def test_a_question_copied_back_is_no_answer() -> None:
     assert is_hard_failure("The kids looked so cute, Mel! How did they handle the accident?")
     assert not is_hard_failure("They were scared but fine.")
+    # the model saying the context lacks it is no answer, whatever verdict word it opened with
+    assert is_hard_failure("No — The context does not provide any information about bonfires on allotments.")
 
 
 def test_a_name_the_context_never_writes_is_made_up() -> None:
