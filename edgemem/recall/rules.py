@@ -774,7 +774,7 @@ def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | Non
         # "Understood — amlodipine 5 mg each morning", for a 6:15 flight.
         asked = _about(question)
         no.sort(key=lambda found: (not _timed(found[1]), -len(asked & _about(found[1])), _assistant(found[0])))
-        return RuleVerdict(f"No — {no[0][1]}", _holding_rule(no), "no")
+        return RuleVerdict(f"No — {_with_reason(no[0][0], no[0][1], flat)}", _holding_rule(no), "no")
     clash = _clash(question, evidence, flat, asked_days)
     if clash is not None:
         return clash
@@ -785,6 +785,26 @@ def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | Non
     if near:
         return RuleVerdict(f'Yes — nothing in your rules rules it out (closest: "{near[0][1]}")', _holding_rule(near), "yes")
     return _lifted(question, evidence, flat)
+
+
+# A rule this short that names no object ("Thursdays are sacred.") gives its reason in the sentence
+# beside it; quoted alone, the verdict says no without saying why.
+REASON_WORDS = 8
+
+
+def _with_reason(item: Evidence, rule: str, flat: str | None) -> str:
+    """``rule`` quoted with the sentence of its note that follows it (else the one before it), when
+    the rule is short and about anything at all in a stretch of time (:func:`_about_anything`):
+    "Thursdays are sacred. Swimming with Lily, 6 to 7." The pair is quoted only as the context shows it."""
+    if item.kind not in ("raw", "pinned") or len(rule.split()) > REASON_WORDS or not _about_anything(rule):
+        return rule
+    parts = [s.strip() for s in SENTENCES.split(item.text.strip()) if s.strip()]
+    at = next((i for i, s in enumerate(parts) if norm(s) == norm(rule)), None)
+    if at is None or len(parts) < 2:
+        return rule
+    pair = f"{rule} {parts[at + 1]}" if at + 1 < len(parts) else f"{parts[at - 1]} {rule}"
+    pair = pair.strip().rstrip(";,")
+    return pair if flat is None or norm(pair) in flat else rule
 
 
 def _lifted(question: str, evidence: Sequence[Evidence], flat: str | None) -> RuleVerdict | None:

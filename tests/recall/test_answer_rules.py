@@ -428,7 +428,8 @@ def test_a_rule_said_to_be_allowed_now_is_lifted_and_what_still_holds_decides() 
     assert rule_verdict("can I move the team meeting to 9:30 on Mondays?", ev, context).text == (
         'Yes — the rule against it changed on 12 November 2025: '
         '"the monday thing is relaxed btw, so meetings from 9 on mondays are fine now."')
-    assert rule_verdict("Can I do an 8:30 catch-up on Monday?", ev, context).text == "No — still nothing before 9"
+    assert rule_verdict("Can I do an 8:30 catch-up on Monday?", ev, context).text == (
+        "No — the monday thing is relaxed btw, so meetings from 9 on mondays are fine now. still nothing before 9")
 
 
 def test_a_person_named_is_no_subject_but_a_brand_is() -> None:
@@ -548,7 +549,7 @@ def test_a_rule_under_a_condition_the_proposal_does_not_meet_rules_nothing() -> 
         (2, "2025-11-12T19:45:00", "Assistant", "Updated: Monday meetings are fine from 9am now; still nothing before 9."),
     )
     assert rule_verdict("Bernadette wants a quick 8:30 catch-up next Monday, can I say yes?", ev, context).text == (
-        "No — still nothing before 9.")
+        "No — Updated: Monday meetings are fine from 9am now; still nothing before 9.")
     # Asked under the condition, the rule holds.
     assert rule_verdict("The day after my night shift, can I do a 10am call?", ev[:1], context).text == (
         "No — Got it — the day after a night shift, nothing before 3pm.")
@@ -598,12 +599,29 @@ def test_a_stretch_of_the_week_kept_free_is_a_rule_until_a_line_frees_it() -> No
         "No — thursday evenings are Kofi's basketball games. i don't miss them")
     assert rule_verdict(thursday, ev, context).text == (
         'Yes — the rule against it changed on 9 September 2025: "so fridays are sacred now, thursdays are free"')
+    # A short rule about anything on a day is quoted with the sentence before it: its reason.
     assert rule_verdict("can i do the dealer trade night on a friday evening in february?", ev, context).text == (
-        "No — so fridays are sacred now, thursdays are free")
+        "No — Kofi's new season: the league moved games to friday evenings. so fridays are sacred now, "
+        "thursdays are free")
     choir, context = _said(
         (3, "2025-09-13T21:40:00", "Ines", "tuesday evenings are choir. please keep tuesdays free, it's my sanity"),
     )
     assert rule_verdict("A friend asked me to dinner on a Tuesday evening in May. Can I go?", choir, context).decision == "no"
+
+
+def test_a_short_rule_about_a_day_is_quoted_with_the_reason_beside_it() -> None:
+    ev, context = _said((1, "2026-02-01T20:00:00", "Bart", "Thursdays are sacred. Swimming with Lily from 6 to 7, "
+                                                          "then tea at my mum's."))
+    proposal = "Can we do the quarterly review on Thursday at 5pm?"
+    assert rule_verdict(proposal, ev, context).text == (
+        "No — Thursdays are sacred. Swimming with Lily from 6 to 7, then tea at my mum's.")
+    # only as the context shows it: a pack that cut the note to its rule quotes the rule alone
+    assert rule_verdict(proposal, ev, "(1 February 2026, Bart) Thursdays are sacred.").text == (
+        "No — Thursdays are sacred.")
+    # a rule that names what it forbids is its own reason
+    named, context = _said((2, "2026-02-01T20:00:00", "Bart", "No meetings on Thursdays. Swimming with Lily."))
+    assert rule_verdict("Can we have a meeting on Thursday at 5pm?", named, context).text == (
+        "No — No meetings on Thursdays.")
 
 
 def test_a_part_of_the_day_bounds_a_rule_about_a_weekday() -> None:
