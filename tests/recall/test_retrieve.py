@@ -228,9 +228,17 @@ def test_a_suggestion_gets_the_profile_facts_closest_to_it_and_no_more(settings,
         assert [e.text for e in closest] == [
             "lena — diet: pescatarian, no meat (identity)", "lena — dislikes: hates coriander (identity)",
             "lena — partner diet: Dara is coeliac, gluten free (identity)"]
-        # Tier 1 packs at most PROFILE_FACTS of them
+        # Tier 1 packs the facts sharing a word with the suggestion (none here) and the
+        # SUGGESTION_UNSHARED closest others, in the profile's order
         gathered = tiers.gather(conn, "profile-injection", question, embedder.embed)
-        assert len(gathered.items) == min(len(facts), tiers.PROFILE_FACTS["profile-injection"])
+        assert [e.text for e in gathered.items] == [e.text for e in tiers.profile_evidence(
+            conn, question, embed=embedder.embed, related=False, limit=tiers.SUGGESTION_UNSHARED)]
+        assert len(gathered.items) == tiers.SUGGESTION_UNSHARED
+        # a fact that shares a word with it is packed besides them
+        asked = "What should I cook for dinner tonight, something with no meat?"
+        texts = [e.text for e in tiers.gather(conn, "profile-injection", asked, embedder.embed).items]
+        assert "lena — diet: pescatarian, no meat (identity)" in texts
+        assert len(texts) == 1 + tiers.SUGGESTION_UNSHARED
     finally:
         eng.close()
 
