@@ -27,7 +27,7 @@ ACTIVE_OVERLAP = 0.6
 ACTIVE_TURNS = 8
 # Answers drawn from many lines (a summary) or made from them (a suggestion): no one line holds them.
 DIGESTS = frozenset({"broad-summarization", "profile-injection"})
-_NOT_THEIRS = frozenset({"other_owner", "answer_is_asker"})  # the validator found the answer someone else's
+_NOT_THEIRS = frozenset({"other_owner", "answer_is_asker", "off_premise"})  # the validator found the answer someone else's
 
 ESCALATION = {  # Table 11: one retry, tag -> heavier tag
     "profile-injection": "targeted-extraction",

@@ -22,7 +22,7 @@ from typing import Any
 
 from edgemem import prompts
 from edgemem.errors import ContextTooLong, SchemaError
-from edgemem.recall.evidence import ASSISTANT_SPEAKERS, terms
+from edgemem.recall.evidence import ASSISTANT_SPEAKERS, TIME_FRAME_TERMS, terms
 from edgemem.text import MONTH_NAMES, STOPWORDS, tokens
 
 OVERLAP_TAU = 0.07
@@ -418,6 +418,16 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False,
     if not holding:
         named = owner is not None and not owner.whose and (owner.name is not None or owner.possessive)
         return "unheld" if strict and named and answer_words else None
+    if strict and owner is not None and owner.name and answer_words:
+        # "What setback did Caroline face recently?" when only Melanie spoke of one, answered from a
+        # line of Caroline's about something else ("Realizing I can be me … was the best part"); "the
+        # name of John's puppy" answered "Coco" from John's "Coco looks so adorable!" beside Maria's "I
+        # got a puppy … Her name's Coco": the owner's line holding a strict answer must be on what is
+        # asked, not only be theirs.
+        asked = terms(question) - terms(owner.name) - _QUESTION_WORDS - TIME_FRAME_TERMS
+        theirs = [line for line in holding if (line.speaker or "").lower() == owner.name.lower()]
+        if asked and theirs and not any(terms(_told(line.body) or line.body) & asked for line in theirs):
+            return "off_premise"
     if owner is not None and not owner.whose:
         users = _user_labels(lines)
         chat = users != _USER_SPEAKERS  # a user talking to an assistant: "you" is the user

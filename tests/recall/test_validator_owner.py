@@ -455,6 +455,32 @@ def test_a_question_whose_best_lines_are_someone_elses_has_an_unheld_premise() -
     assert not unheld_premise("What did I realize after the charity race?", CHARITY)  # not a speaker named
 
 
+def test_a_strict_answer_must_come_from_a_line_on_what_is_asked() -> None:
+    question = "What did Caroline realize after her charity race?"
+    # Caroline's own line, but on nothing the question asks: the premise is Melanie's
+    assert ownership(question, "a support group meeting", CHARITY) is None
+    assert ownership(question, "a support group meeting", CHARITY, strict=True) == "off_premise"
+    # the owner's line on what is asked holds it
+    ran = CHARITY + "\n(26 May 2023, Caroline) After my own charity race I realized I need rest days."
+    assert ownership(question, "she needs rest days", ran, strict=True) is None
+    # a question naming nothing else (its words are time words) is not judged so
+    assert ownership("What did Caroline go to yesterday?", "a support group meeting", CHARITY, strict=True) is None
+
+
+def test_an_answer_off_the_premise_is_refused_without_a_retry(settings, embedder) -> None:
+    llm = ScriptedLLM(["a support group meeting"])  # one reply: a retry would find none
+    eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
+    try:
+        _remember(eng, CHARITY, "2023-05-25T12:00:00")
+        out = pipeline.run(eng.store.conn, "What did Caroline realize after her charity race?", llm=llm,
+                           embed=eng.runtime.embed, router=FixedRouter("targeted-extraction"))
+        assert out.text == ABSTAIN
+        assert out.trace["stages"]["validate0"]["reason"] == "off_premise" and out.trace["owner_refused"]
+        assert "validate1" not in out.trace["stages"]
+    finally:
+        eng.close()
+
+
 def test_an_answer_to_an_unheld_premise_must_come_from_the_owners_line(settings, embedder) -> None:
     llm = ScriptedLLM(["She learned to look after herself", "She learned to look after herself"])
     eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
