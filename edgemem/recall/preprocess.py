@@ -155,10 +155,15 @@ _NEW = re.compile(r"\bnew\s+([^\W\d_]+(?:\s+[^\W\d_]+)?)", re.IGNORECASE)  # "ne
 def _says_changed(text: str, asked: set[str], question: str) -> bool:
     """``text`` says the thing asked about changed: a change word, or "new" before what is asked
     ("new coach from jan is marcus"), unless the question says "new" of it itself ("new classes")."""
-    if _CHANGED.search(text):
-        return True
+    return _CHANGED.search(text) is not None or _names_new(text, asked, question)
+
+
+def _names_new(text: str, asked: set[str], question: str, *, whole: bool = False) -> bool:
+    """``text`` says "new" of what is asked ("new coach from jan is marcus"), and the question does not.
+    ``whole``: every content word after "new" is asked ("new coach", not "new football boots")."""
     own = {t for m in _NEW.finditer(question) for t in terms(m.group(1))}
-    return any(terms(m.group(1)) & (asked - own) for m in _NEW.finditer(text))
+    return any(terms(m.group(1)) & (asked - own) and (not whole or terms(m.group(1)) <= asked - own)
+               for m in _NEW.finditer(text))
 
 
 CHANGED_SHARED = 2  # content terms of the question both lines must hold (fewer when it has fewer)
@@ -182,9 +187,12 @@ def changed(question: str, evidence: Sequence[Evidence]) -> dict[int, Evidence]:
     need = min(CHANGED_SHARED, len(asked))
     if need == 0:
         return {}
-    said = [e for e in evidence if e.kind == "raw" and not e.stale
-            and (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS and len(asked & terms(e.text)) >= need]
-    changing = [n for n in said if _says_changed(n.text, asked, question)]
+    told = [e for e in evidence if e.kind == "raw" and not e.stale and (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS]
+    said = [e for e in told if len(asked & terms(e.text)) >= need]
+    # A line naming a new one of what is asked says what it replaces in that word alone: "new coach
+    # from jan is marcus" for "Who's Ellie's football coach?" holds one of the question's terms.
+    changing = [n for n in told if (n in said and _says_changed(n.text, asked, question))
+                or _names_new(n.text, asked, question, whole=True)]
     out: dict[int, Evidence] = {}
     for e in said:
         later = [n for n in changing if _said(n) > _said(e) and _same_speaker(n, e)]

@@ -1312,3 +1312,8 @@ def test_a_later_line_that_says_it_changed_replaces_the_earlier_one_on_a_lookup(
     assert changed(question, [first, other]) == {}
     assert set(changed("Who's her coach?", [first, later])) == {1}  # its one content term is all it needs
     assert changed("Which club did Ellie join?", [first, later]) == {}  # the later line holds "ellie" only
+    # a line naming a new one of what is asked needs no other word of the question
+    told = ev(5, "new coach from jan is marcus", "2026-01-10T20:00:00")
+    assert {old: new.note_id for old, new in changed(question, [first, told]).items()} == {1: 5}
+    boots = ev(6, "got her new football boots today", "2026-01-10T20:00:00")  # new boots: not a new coach
+    assert changed(question, [first, boots]) == {}
