@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from edgemem.errors import ContextTooLong
-from edgemem.recall.evidence import Evidence, jaccard, terms
+from edgemem.recall.evidence import NOW_TERMS, Evidence, jaccard, terms
 from edgemem.recall.rules import rule_sentence
 from edgemem.text import SENTENCE_END
 
@@ -215,6 +215,18 @@ def _with_rules(text: str, chosen: str) -> str:
     return " ".join(s for s in sentences if s in kept or rule_sentence(s))
 
 
+# Questions after a date or a changed value: an outdated chunk is left out when the chunk that
+# replaced it is among the candidates and is itself on what is asked (shares a content term of the
+# question). Marked "(outdated as of …)" beside its replacement, the 1.5B model still answered from
+# it when it came first ("When was my comps exam?": "17 April 2026", the line after it saying "comps
+# moved. now may 8"). A replacement on another point keeps it: "Pre-op this Thursday, operation on
+# the 24th" outdated by "the operation is moved to the 10th" still answers "when was my pre-op?".
+# Not for a lookup, where a line is outdated only for the date it gives ("Where did Dev and I go on our
+# first date?" lost "Metropolitan"), nor a rule check, which reads a replaced rule beside the line that
+# replaced it (preprocess.rules marks by word overlap: a replacing line was itself left out).
+REPLACED_DROPPED = frozenset({"temporal-reasoning", "conflict-resolution"})
+
+
 def _newer_first(raw: list[tuple[int, Evidence]]) -> list[tuple[int, Evidence]]:
     """``raw`` in its order, except that an outdated item is preceded by the item that replaced it,
     when that one is in ``raw`` too (and by its replacement in turn): the packer then never shows an
@@ -297,6 +309,9 @@ def pack(
         # thirty-second session). One whose replacement is not among them still goes last.
         ids = {item.note_id for _, item in raw}
         raw = _newer_first(sorted(raw, key=lambda p: (p[1].stale and p[1].superseded_by not in ids, -p[1].score, p[0])))
+        if tag in REPLACED_DROPPED:
+            on_it = {item.note_id for _, item in raw if terms(item.text) & (terms(question) - NOW_TERMS)}
+            raw = [(p, item) for p, item in raw if not (item.stale and item.superseded_by in on_it)]
 
     # A.3 (3) Jaccard dedup in priority order: a chunk that nearly repeats one already kept goes.
     dropped: list[int] = []

@@ -241,15 +241,32 @@ def test_an_outdated_chunk_comes_after_the_one_that_replaced_it_and_shows_in_tim
     count = small_llm.count_tokens
     old = raw(1, "My favourite colour is blue.", 0.9, stale=True, stale_since="2023-06-01", superseded_by=2)
     new = raw(2, "My favourite colour is green now.", 0.5)
-    packed = pack("colour?", "conflict-resolution", [old, new], count, ceiling=2000)
+    # A state's history shows the old value too (marked); a question after one current value does not.
+    packed = pack("colour?", "state-tracking", [old, new], count, ceiling=2000)
     assert packed.text == (
         "(2 May 2023, Caroline) My favourite colour is blue. (outdated as of 1 June 2023)\n"
         "(3 May 2023, Caroline) My favourite colour is green now."
     )
     # Room for one line: the newer one, though the old one scored higher.
     only_one = count(new.line() + "\n") + 2
-    packed = pack("colour?", "conflict-resolution", [old, new], count, ceiling=only_one)
+    packed = pack("colour?", "state-tracking", [old, new], count, ceiling=only_one)
     assert (packed.items_used, packed.dropped) == ([2], [1])
+
+
+def test_a_value_question_leaves_out_a_line_replaced_by_one_on_what_is_asked(small_llm) -> None:
+    count = small_llm.count_tokens
+    old = raw(1, "the big scary thing is my comps exam. it's april 17.", 0.9, stale=True, stale_since="2023-06-01",
+              superseded_by=2)
+    new = raw(2, "comps moved. now may 8.", 0.5)
+    for tag in ("conflict-resolution", "temporal-reasoning"):
+        packed = pack("When was my comps exam?", tag, [old, new], count, ceiling=2000)
+        assert packed.items_used == [2], tag
+    # a lookup or a rule check keeps it, marked
+    for tag in ("targeted-extraction", "constraint-validation"):
+        assert pack("When was my comps exam?", tag, [old, new], count, ceiling=2000).items_used == [1, 2], tag
+    # replaced by a line that shares no word with the question: kept, marked
+    packed = pack("When was my exam?", "conflict-resolution", [old, new], count, ceiling=2000)
+    assert packed.items_used == [1, 2]
 
 
 def test_an_outdated_chunk_is_chosen_by_its_score_not_last(small_llm) -> None:
