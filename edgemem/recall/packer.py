@@ -310,7 +310,8 @@ def pack(
         ids = {item.note_id for _, item in raw}
         raw = _newer_first(sorted(raw, key=lambda p: (p[1].stale and p[1].superseded_by not in ids, -p[1].score, p[0])))
         if tag in REPLACED_DROPPED:
-            on_it = {item.note_id for _, item in raw if terms(item.text) & (terms(question) - NOW_TERMS)}
+            asked = terms(question) - NOW_TERMS
+            on_it = {item.note_id for _, item in raw if terms(item.text) & asked}
             raw = [(p, item) for p, item in raw if not (item.stale and item.superseded_by in on_it)]
 
     # A.3 (3) Jaccard dedup in priority order: a chunk that nearly repeats one already kept goes.

@@ -69,15 +69,18 @@ def profile_evidence(conn: Any, question: str | None = None, *, embed: Callable 
     """Current profile facts: with a question, those sharing a term with it (all of them when not
     ``related``); at most ``limit``, the closest to the question by embedding when ``embed`` is
     given (else the newest), in the profile's order."""
-    facts = profile_store.current(conn)
-    wanted = terms(question) - TIME_FRAME_TERMS if question and related else None
     out = []
-    for fact in facts:
+    for fact in profile_store.current(conn):
         line = profile_line(fact.subject, fact.attribute, fact.value, fact.kind)
-        if wanted is not None and not (terms(line) & wanted):
-            continue
         out.append(Evidence(-(PROFILE_ID_BASE + fact.id), line, fact.valid_from, kind="profile"))
+    if question and related:
+        out = [e for e in out if _shares_term(e, question)]
     return out if limit is None else _closest(question, out, embed, limit)
+
+
+def _shares_term(fact: Evidence, question: str) -> bool:
+    """The fact shares a content term with the question, time-frame words aside ("this year")."""
+    return bool(terms(fact.text) & (terms(question) - TIME_FRAME_TERMS))
 
 
 def _closest(question: str | None, facts: list[Evidence], embed: Callable | None, limit: int) -> list[Evidence]:
@@ -105,11 +108,12 @@ SUGGESTION_UNSHARED = 4
 def suggestion_profile(conn: Any, question: str, embed: Callable | None) -> list[Evidence]:
     """The profile facts a suggestion reads, in the profile's order: those sharing a term with the
     question (at most PROFILE_FACTS), and the SUGGESTION_UNSHARED others closest to it."""
-    shared = {e.note_id for e in profile_evidence(conn, question, embed=embed, limit=PROFILE_FACTS["profile-injection"])}
     every = profile_evidence(conn, question, related=False)
-    others = [e for e in every if e.note_id not in shared]
-    closest = {e.note_id for e in _closest(question, others, embed, SUGGESTION_UNSHARED)}
-    return [e for e in every if e.note_id in shared or e.note_id in closest]
+    shared = [e for e in every if _shares_term(e, question)]
+    others = [e for e in every if not _shares_term(e, question)]
+    kept = {e.note_id for e in _closest(question, shared, embed, PROFILE_FACTS["profile-injection"])
+            + _closest(question, others, embed, SUGGESTION_UNSHARED)}
+    return [e for e in every if e.note_id in kept]
 
 
 def to_evidence(conn: Any, hits: list[Hit]) -> list[Evidence]:

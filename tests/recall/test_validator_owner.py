@@ -467,30 +467,29 @@ def test_a_strict_answer_must_come_from_a_line_on_what_is_asked() -> None:
     assert ownership("What did Caroline go to yesterday?", "a support group meeting", CHARITY, strict=True) is None
 
 
-def test_an_answer_off_the_premise_is_refused_without_a_retry(settings, embedder) -> None:
-    llm = ScriptedLLM(["a support group meeting"])  # one reply: a retry would find none
+def _ask_charity(settings, embedder, replies: list[str]):
+    """The read path's outcome for Caroline's charity race (Melanie's) over CHARITY, the model's
+    replies scripted."""
+    llm = ScriptedLLM(replies)
     eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
     try:
         _remember(eng, CHARITY, "2023-05-25T12:00:00")
-        out = pipeline.run(eng.store.conn, "What did Caroline realize after her charity race?", llm=llm,
-                           embed=eng.runtime.embed, router=FixedRouter("targeted-extraction"))
-        assert out.text == ABSTAIN
-        assert out.trace["stages"]["validate0"]["reason"] == "off_premise" and out.trace["owner_refused"]
-        assert "validate1" not in out.trace["stages"]
+        return pipeline.run(eng.store.conn, "What did Caroline realize after her charity race?", llm=llm,
+                            embed=eng.runtime.embed, router=FixedRouter("targeted-extraction"))
     finally:
         eng.close()
+
+
+def test_an_answer_off_the_premise_is_refused_without_a_retry(settings, embedder) -> None:
+    out = _ask_charity(settings, embedder, ["a support group meeting"])  # one reply: a retry would find none
+    assert out.text == ABSTAIN
+    assert out.trace["stages"]["validate0"]["reason"] == "off_premise" and out.trace["owner_refused"]
+    assert "validate1" not in out.trace["stages"]
 
 
 def test_an_answer_to_an_unheld_premise_must_come_from_the_owners_line(settings, embedder) -> None:
-    llm = ScriptedLLM(["She learned to look after herself", "She learned to look after herself"])
-    eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
-    try:
-        _remember(eng, CHARITY, "2023-05-25T12:00:00")
-        out = pipeline.run(eng.store.conn, "What did Caroline realize after her charity race?", llm=llm,
-                           embed=eng.runtime.embed, router=FixedRouter("targeted-extraction"))
-        assert out.text == ABSTAIN
-        stages = out.trace["stages"]
-        assert stages["validate0"]["premise_unheld"] and stages["validate0"]["reason"] == "unheld"
-        assert stages["validate1"]["reason"] == "unheld"  # the retry is held to the same
-    finally:
-        eng.close()
+    out = _ask_charity(settings, embedder, ["She learned to look after herself", "She learned to look after herself"])
+    assert out.text == ABSTAIN
+    stages = out.trace["stages"]
+    assert stages["validate0"]["premise_unheld"] and stages["validate0"]["reason"] == "unheld"
+    assert stages["validate1"]["reason"] == "unheld"  # the retry is held to the same
