@@ -33,6 +33,11 @@ thirty-third session (last reported there, 38/88), read only as totals and count
 thirty-fourth they became *tune*, their failures read, and two personas written then by a helper that
 saw no edgemem code, Bart and Deepa (``eval/data/personal-fresh4.json``), are the check nothing was
 tuned on.
+Oskar and Nomvula (``eval/data/personal-fresh5.json``), written with their keys in the thirty-seventh
+session by helpers that saw no edgemem code, are *tune*: their first run, on the 36th session's code
+before anything was fitted on them, is reported as unseen (a second reading of how the code does on a
+history it was not built against, beside the check), and they give the mechanisms fresh histories to
+be fitted on.
 
 The date battery (``eval/data/date-battery.jsonl``) and the QA battery (``eval/data/qa-battery.jsonl``),
 both written in the twenty-ninth session by helpers that saw no edgemem code, split by item, not by
@@ -72,6 +77,8 @@ SPLITS: dict[str, str] = {
     "persona-margaux": TUNE,
     "persona-bart": CHECK,
     "persona-deepa": CHECK,
+    "persona-oskar": TUNE,
+    "persona-nomvula": TUNE,
 }
 
 
