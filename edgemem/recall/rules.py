@@ -21,7 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from edgemem.recall.evidence import ASSISTANT_SPEAKERS, Evidence, parse_iso_day, profile_value, same_teller, terms
+from edgemem.recall.evidence import (
+    ASSISTANT_SPEAKERS, TIME_FRAME_TERMS, Evidence, parse_iso_day, profile_value, same_teller, terms,
+)
 from edgemem.recall.limits import Amount, Limit, amounts, asked_amount, limits
 from edgemem.text import day_label
 
@@ -452,6 +454,26 @@ def _about_anything(sentence: str) -> bool:
     return m is not None and not _plain_terms(clause[: m.start()]) - _PLACEHOLDER_VERBS
 
 
+# Words of a stretch of time that the calendar reading (days, months, clock, parts of the day) places
+# by itself, or that only say how long it is: what is left names a stretch it cannot place.
+_STRETCH_WORDS = TIME_FRAME_TERMS | terms("first next morning mornings afternoon afternoons evening evenings night "
+                                          "nights weekend weekends weekday weekdays")
+
+
+def _unread_stretch(sentence: str) -> set[str]:
+    """For a rule about anything (:func:`_about_anything`) bounded by a stretch of time, the words of
+    that stretch the calendar reading does not place: {"ashore"} for "never book me anything on my
+    first day ashore"; none for "nothing before 9am" or "anything work related on a sunday"."""
+    if not _about_anything(sentence):
+        return set()
+    clause = _ruling_clause(sentence)
+    m = _ANYTHING_BOUNDED.search(clause)
+    if m is None or m.group().split()[-1].lower() not in ("on", "during"):
+        return set()  # bounded by the clock ("before 9am"): what follows is said about the rule
+    rest = re.split(r"[,(]|\s[-–—]\s", _CLAUSE_END.split(clause[m.end():], maxsplit=1)[0], maxsplit=1)[0]
+    return _plain_terms(_CLOCK.sub(" ", rest)) - _STRETCH_WORDS - _ANYTHING_TERMS - _PLACEHOLDER_VERBS
+
+
 def rule_sentence(sentence: str) -> bool:
     """Rule language or a limit in one sentence: what a rule check must see whole."""
     return _polarity(sentence) is not None or bool(limits(sentence))
@@ -641,7 +663,9 @@ def _unmet_condition(sentence: str, question: str) -> bool:
 # ("she has pistache (her cat) and i'm allergic to cats"); a sentence that says it states a rule ("my
 # rule for custom cakes: ...") is about all it names, and a rule that holds under a condition is also
 # about its condition.
-_CLAUSE_END = re.compile(r"[.;:!?\u2013\u2014]|\s-\s|\bbut\b", re.IGNORECASE)
+# A relative clause after a comma comments on what came before, it forbids nothing: "allergic to
+# penicillin, which comes up more than you'd think in my line of work" is about penicillin, not work.
+_CLAUSE_END = re.compile(r"[.;:!?\u2013\u2014]|\s-\s|\bbut\b|,\s*(?:which|who|whom|whose)\b", re.IGNORECASE)
 _STATES_RULE = re.compile(r"\b(?:rules?|policy)\b", re.IGNORECASE)
 _WHOLE_CLAUSE = re.compile(r"allerg|intoleran|sacred|off[-\s]limits|stay\s+away", re.IGNORECASE)
 
@@ -678,6 +702,11 @@ def applies(question: str, sentence: str, *, any_subject: bool = False) -> str |
         return None
     shared = _about(question) & (_ruled(sentence) if _prohibits(sentence) else _about(sentence))
     if not shared and not _about_anything(sentence) and not any_subject:
+        return None
+    stretch = _unread_stretch(sentence)
+    if stretch and not stretch & _about(question) and not any_subject:
+        # "never book me anything on my first day ashore": a stretch the code cannot place on a
+        # calendar covers a proposal that names it ("the day I come ashore"), not every proposal.
         return None
     rule_plain, rule_bounds = _rule_clock(sentence)
     sentence = _ruling_clause(sentence)

@@ -319,6 +319,20 @@ def test_a_rule_about_anything_governs_by_its_day_and_time() -> None:
     assert rule_verdict("Can I do a Sunday brunch at 2?", ev, context) is None
 
 
+def test_a_rule_about_anything_in_a_stretch_no_calendar_places_covers_only_proposals_naming_it() -> None:
+    ev, context = _said((1, "2025-06-14T20:40:00", "Oskar", "Rule one: never book me anything on my first day ashore."))
+    # a day, a time and a video call say nothing of whether he has just come ashore: the rule decides nothing
+    assert rule_verdict("Sigrid wants to video call on Wednesday the 2nd of September at 7 in the evening. Does that work?",
+                        ev, context) is None
+    assert rule_verdict("Can I order the moules frites at Arild's party?", ev, context) is None
+    # a proposal that names the stretch is covered by it
+    assert rule_verdict("Can Arild come round for dinner the day I come ashore?", ev, context).text == (
+        "No — Rule one: never book me anything on my first day ashore.")
+    # a stretch the calendar reads is no such stretch: a Sunday rule still covers any Sunday proposal
+    ev, context = _said((2, "2025-05-18T20:00:00", "Kwame", "never book me anything work related on a sunday"))
+    assert rule_verdict("Can I see a customer on Sunday at 10?", ev, context).decision == "no"
+
+
 def forbids_when(marker: str, rules_out: str = "what it names"):
     """A scripted applicability check: the rule forbids the proposal exactly when the rule contains
     ``marker``; asked what such a rule rules out, it names ``rules_out``."""
