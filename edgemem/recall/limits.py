@@ -32,10 +32,15 @@ _CURRENCY_WORDS = {"euro": "€", "euros": "€", "eur": "€", "dollar": "$", "
                    "kroner": "kr", "sek": "kr", "nok": "kr", "dkk": "kr", "peso": "peso", "pesos": "peso",
                    "rand": "R", "zar": "R", "naira": "₦", "ngn": "₦"}
 _CURRENCIES = frozenset("£$€") | frozenset(_CURRENCY_WORDS.values())
-_SIGNS = frozenset("£$€¥₹₦")  # written before the number
-_MONEY = re.compile(r"(?P<sign>[£$€])\s?(?P<n>\d[\d,]*(?:\.\d+)?)(?P<k>\s?k\b)?", re.IGNORECASE)
+_SIGNS = frozenset("£$€¥₹₦R")  # written before the number ("R1,300": rand)
+# A number as written: "1,500", "1500.50", or grouped by spaces as much of Europe and South Africa
+# write thousands ("83 400 kroner", "R2 000"): groups of three after the first, nothing more after.
+_N = r"(?P<n>\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d)(?![,.]\d)|\d[\d,]*(?:\.\d+)?)"
+# A sign before the number: "£200", "₦100k", and the rand's letter ("R1,300", "R2 000"), which is a
+# sign only right before a number that no letter or digit follows ("R2D2" is no amount).
+_MONEY = re.compile(r"(?P<sign>[£$€¥₹₦]|(?<![\w.])R(?=\s?\d))\s?" + _N + r"(?P<k>\s?k\b)?(?![^\W\d_])")
 _MEASURE = re.compile(
-    r"(?<![\w.,:£$€/])(?P<n>\d[\d,]*(?:\.\d+)?)(?P<k>k)?(?:\s?-\s?|\s)?(?P<unit>[^\W\d_](?:[^\W\d_]|/)*)?(?![\w:])"
+    r"(?<![\w.,:£$€/])" + _N + r"(?P<k>k)?(?:\s?-\s?|\s)?(?P<unit>[^\W\d_](?:[^\W\d_]|/)*)?(?![\w:])"
 )
 # Words after a number that are not what it counts: times of day, dates, ordinals.
 _NOT_UNITS = {
@@ -94,7 +99,7 @@ class Limit:
 
 
 def _number(text: str, k: str | None) -> float:
-    return float(text.replace(",", "")) * (1000 if k else 1)
+    return float(re.sub(r"[,\s]", "", text)) * (1000 if k else 1)
 
 
 def _singular(word: str) -> str:

@@ -43,6 +43,20 @@ def test_a_currency_word_is_one_unit_however_it_is_written() -> None:
     assert [(a.value, a.unit) for a in amounts("a 3-night stay, 12 kroner")] == [(3.0, "night"), (12.0, "kr")]
 
 
+def test_thousands_grouped_by_spaces_are_one_number() -> None:
+    # "83 400 kroner" is eighty-three thousand four hundred, as Norwegian, French or South African write it
+    assert [(a.value, a.unit) for a in amounts("the invoice came to 83 400 kroner, the limit is 85 000 kroner")] == [
+        (83400.0, "kr"), (85000.0, "kr")]
+    assert [(a.value, a.unit) for a in amounts("€1 250 for the flights")] == [(1250.0, "€")]
+    # the rand's letter is a sign before a number ("R1,300", "R2 000"), not in a word or a code
+    assert [(a.value, a.unit, a.show()) for a in amounts("a R1,300 dinner, my limit is R2 000")] == [
+        (1300.0, "R", "R1,300"), (2000.0, "R", "R2,000")]
+    assert amounts("R2D2 and the R-value") == []
+    # a group that is not three digits long, or a decimal after it, is no thousands group
+    assert [(a.value, a.unit) for a in amounts("3 40 minutes")] == [(40.0, "minute")]
+    assert [(a.value, a.unit) for a in amounts("2 1.5 litre bottles")] == [(1.5, "litre")]
+
+
 POCKET = [
     Evidence(27, "And one financial rule I have set myself: 300 złoty a month for small pleasures. Books, concert "
                  "tickets, that kind of thing.", "2026-02-04T10:00:00", "Halina"),
