@@ -289,6 +289,10 @@ _SINCE = re.compile(
 )
 # Date facts only for questions about order or elapsed time; "what did X do after Y?" asks for an
 # event, and a distance between its two halves would be noise in the summary slot.
+# "How many days until my flight?", "how long is it now till the wedding?", "how many weeks to go before
+# the exam?": a distance from the day the question is asked forward to one event.
+_UNTIL = re.compile(r"\bhow\s+(?:long|many\s+(?:more\s+)?(?:days|weeks|months|nights))\b.*\b(?:until|till|left|to\s+go)\b",
+                    re.IGNORECASE)
 _ASKS_TIME = re.compile(
     r"\bhow\s+(?:many\s+(?:days|weeks|months|years)|long|old)\b|\bfirst\b|\bearlier\b|\blater\b|"
     r"^(?:did|was|were|is|are|does|do|had|has|have)\b.*\b(?:before|after)\b",
@@ -406,6 +410,16 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         _, day, label, exact = dated[0]
         about = "" if exact else "about "
         facts.append(f"{label} → {day_label(reference)} (reference date): {about}{_describe(question, day, reference)}")
+    elif len(found) == 1 and reference is not None and _UNTIL.search(question) and dated and dated[0][1] >= reference:
+        # "How many days have I got left until my research report is due?": from the day it is asked
+        # to the day the plan stands at, counted in code; the 1.5B model, with no today in its
+        # context, measured from the wrong day ("days_between(30 October, 31 October)").
+        _, day, label, exact = dated[0]
+        about = "" if exact else "about "
+        distance = _describe(question, reference, day)
+        facts.append(f"{day_label(reference)} (reference date) → {label}: {about}{distance}")
+        if exact:
+            direct = (f"{distance}: from {day_label(reference)} to {label}", cites)
     elif len(found) == 1 and _HOW_LONG.search(question) and not _COUNTDOWN.search(question):
         # "How long do the exams last, first to last?": one event written as a range ("11 May to 19
         # June"); "How many nights did Martín stay?": a day and the day it closes ("until the 2nd"),

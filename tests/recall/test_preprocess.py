@@ -145,6 +145,18 @@ def test_temporal_how_long_ago_against_a_reference_date() -> None:
     assert temporal(question, [puppy]).facts == []  # no reference day, no guess
 
 
+def test_temporal_how_many_days_until_counts_from_the_reference_date() -> None:
+    report = ev(7, "final research report is due on the 30th of october [30 October 2026]", "2026-07-13T20:15:00",
+                dates=[day("2026-10-30", "30 October 2026")])
+    prepared = temporal("how many days have i got left until my research report is due?", [report],
+                        reference=date(2026, 9, 13))
+    assert prepared.facts == ["13 September 2026 (reference date) → 30 October 2026: 47 days"]
+    assert prepared.direct == ("47 days: from 13 September 2026 to 30 October 2026", [7])
+    # an event already past is no countdown; without a reference day there is no guess
+    assert temporal("how many days until my research report is due?", [report], reference=date(2026, 11, 2)).direct is None
+    assert temporal("how many days until my research report is due?", [report]).facts == []
+
+
 def test_temporal_adds_no_date_math_to_event_questions() -> None:
     race = ev(9, "I ran the charity race on Saturday.", "2023-05-22T10:00:00")
     after = ev(10, "After the race Caroline went to the support group.", "2023-05-22T12:00:00")
