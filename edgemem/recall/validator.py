@@ -292,6 +292,20 @@ def _of_speaker(sentence: str) -> bool:
     return _FIRST_PERSON.search(sentence) is not None and _YOU.search(sentence) is None
 
 
+# "thabo hurt his knee, dr pillay sent him to a physio in parkhurst, kim something": the user's own
+# line, but what it tells of a physio is someone else's. A sentence that says no "I", "my" or "we" and
+# gives the thing to another person ("sent him", "his", "Thabo's physio") answers no "my physio?".
+_THEIRS = re.compile(r"\b(?:him|his|their|them)\b", re.IGNORECASE)
+
+
+def _of_someone_else(sentence: str, thing: str) -> bool:
+    """The sentence tells of another person's ``thing``, not the speaker's (see above)."""
+    if _FIRST_PERSON.search(sentence) is not None:
+        return False
+    possessor = re.search(rf"\b([\w-]+)['’]s\s+(?:[\w-]+\s+)?{re.escape(thing)}", sentence, re.IGNORECASE)
+    return _THEIRS.search(sentence) is not None or possessor is not None
+
+
 def _to_listener(sentence: str) -> bool:
     """The sentence speaks of the listener only ("Great that you're prioritizing self-care.")."""
     return _YOU.search(sentence) is not None and _FIRST_PERSON.search(sentence) is None
@@ -439,6 +453,16 @@ def ownership(question: str, answer: str, context: str, *, strict: bool = False,
                                                and _YOU.search(line.body) is not None)
             if any(line.by_user(users) for line in lines) and not any(users_own(line) for line in holding):
                 return "other_owner"
+            if owner.possessive and owner.thing:
+                # "What did Dr Haddad say about my blood pressure?" → "... Sigrid's blood pressure is a
+                # little high": the answer itself gives the thing to someone else.
+                theirs = re.search(rf"\b([A-Z][\w-]*)['’]s\s+(?:[\w-]+\s+)?{re.escape(owner.thing)}\b", answer)
+                if theirs and theirs.group(1).lower() not in {label.lower() for label in users}:
+                    return "other_owner"
+                own = [line for line in holding if users_own(line)]
+                if own and all(_of_someone_else(_holding_sentence(_told(line.body) or line.body, answer_words), owner.thing)
+                               for line in own):
+                    return "other_owner"
         elif not (_own_numbers(answer, question) and not owner.possessive):
             said_by = {id(line): _holding_sentence(_told(line.body) or line.body, answer_words - restated)
                        for line in holding}

@@ -448,6 +448,29 @@ CHARITY = (
 )
 
 
+PHYSIO = (
+    "(8 May 2026, Nomvula) thabo hurt his knee lifting stock pots, dr pillay sent him to a physio in parkhurst, "
+    "kim something. he's doing exercises on the lounge floor\n"
+    "(8 May 2026, Assistant) Poor Thabo, hope the physio helps."
+)
+PRESSURE = (
+    "(20 December 2025, Oskar) Sigrid had her check with Dr Haddad on Thursday. Her blood pressure is a little high.\n"
+    "(2 November 2025, Oskar) Home blood pressure average for the last two weeks is 141 over 89."
+)
+
+
+def test_my_thing_told_of_someone_else_in_my_own_line_is_not_mine() -> None:
+    # the user's own line, but its physio is Thabo's ("sent him to a physio"): no answer to "my physio"
+    assert ownership("whats the name of my physio again?", "Kim", PHYSIO) == "other_owner"
+    # an answer that gives the asked thing to someone else by name
+    assert ownership("What did Dr Haddad say about my blood pressure?",
+                     "Dr Haddad said that Sigrid's blood pressure is a little high.", PRESSURE) == "other_owner"
+    # the user's own reading, told without "my", is theirs
+    assert ownership("What was my blood pressure in November?", "141 over 89", PRESSURE) is None
+    mine = "(3 March 2026, Chidi) physio twice a week at stride physio in yaba w a guy called seun, mondays n thursdays"
+    assert ownership("what's my physio called?", "Seun", mine) is None
+
+
 def test_a_question_whose_best_lines_are_someone_elses_has_an_unheld_premise() -> None:
     assert unheld_premise("What did Caroline realize after her charity race?", CHARITY)
     assert not unheld_premise("What did Melanie realize after her charity race?", CHARITY)
