@@ -252,6 +252,9 @@ def facts_from_reply(value: dict, subject: str, text: str, on_drop: Callable[[st
         if not grounded(fact_value, text):
             on_drop("ungrounded")
             continue
+        if store.fragment(attribute, fact_value):
+            on_drop("fragment")  # "Kuba" filed as kuba: a bare word, no fact (store.profile.fragment)
+            continue
         other = said_of(fact_value, text, speaker)
         key = store.make_key(store.subject_of(other) if other else subject, item["kind"], attribute)
         out.setdefault(key, Fact(key, fact_value, item["kind"]))

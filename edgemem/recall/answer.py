@@ -14,7 +14,7 @@ from datetime import date
 from typing import Any
 
 from edgemem import prompts
-from edgemem.text import MONTH_NAMES, day_label
+from edgemem.text import MONTH_NAMES, STOPWORDS, day_label
 from edgemem.recall import tools
 from edgemem.errors import ContextTooLong, SchemaError
 from edgemem.recall.evidence import ASSISTANT_SPEAKERS, NOW_TERMS, Evidence, supporting, terms
@@ -487,3 +487,75 @@ def profile_for(question: str, facts: Sequence[Evidence]) -> list[Evidence]:
         if subject in others or not identity or terms(fact.text) & wanted:
             kept.append(fact)
     return kept
+
+
+# --- a gift for someone ---------------------------------------------------------------------------
+# "what should i get finn for his next bday?": the 1.5B model, given the profile and the notes,
+# suggested the Meyer lemon tree his mother was given, a salt mine tour for a boy who asked for a
+# dinosaur, a chess clock for a grandmother who gardens. What it does do is the smaller task: read the
+# lines that name the person and list what they like, in the notes' words. The list, checked against
+# those lines, is the suggestion; the lines are its citations.
+_GIFT = re.compile(r"\b(?:gifts?|presents?|get|buy|give)\b", re.IGNORECASE)
+LIKES = 3
+LIKES_TOKENS = 60
+_LIKES = {"type": "object", "properties": {"likes": {"type": "array", "maxItems": LIKES,
+                                                      "items": {"type": "string", "minLength": 2, "maxLength": 40}}},
+          "required": ["likes"], "additionalProperties": False}
+
+
+_GIFT_TO = re.compile(r"\b(?:get|buy|give|for|to)\s+([^\W\d_][\w'’-]*)", re.IGNORECASE)
+_POSSESSIVE = re.compile(r"\b([^\W\d_][\w-]*)['’]s\b")
+_NOT_RECIPIENTS = _NOT_PEOPLE | terms("him her them me my myself his their our us you your a an the some something "
+                                      "anything someone somebody one it this that what which who whom gift gifts "
+                                      "present presents idea ideas bday next last new good nice suggest recommend plan help draft any")
+_NOT_OWNERS = frozenset({"it", "what", "that", "let", "there", "he", "she", "who", "where", "here", "how", "today"})
+
+
+def gift_for(question: str) -> list[str]:
+    """The people a question may ask a gift for, most likely first: whoever a gift verb or "for" takes
+    ("get finn", "a present for mémé"), whoever the question gives something of ("Emil's birthday"), a
+    family role ("mums bday"), the word it opens with ("sipho graduates in december, what should i get
+    him?"); none when it asks no gift. The caller keeps the first the notes name."""
+    if not _GIFT.search(question):
+        return []
+    found = [m.group(1) for m in _GIFT_TO.finditer(question)]
+    found += [m.group(1) for m in _POSSESSIVE.finditer(question) if m.group(1).lower() not in _NOT_OWNERS]
+    words = re.findall(r"[^\W\d_][\w'’-]*", question)
+    found += [w for w in words if w.lower() in _ROLE_WORDS or (w.lower().endswith("s") and w.lower()[:-1] in _ROLE_WORDS)]
+    found += words[:1]
+    out: list[str] = []
+    for word in found:
+        name = word.lower().removesuffix("'s").removesuffix("’s")
+        if name not in _ROLE_WORDS and name.endswith("s") and name[:-1] in _ROLE_WORDS:
+            name = name[:-1]  # "mums bday"
+        if len(name) > 1 and not terms(name) & _NOT_RECIPIENTS and name not in STOPWORDS and name not in out:
+            out.append(name)
+    return out
+
+
+def gift_suggestion(llm: Any, name: str, lines: Sequence[Evidence], *, spent: Drafted) -> tuple[str, list[int]] | None:
+    """"Something to do with what Finn likes, from your notes: crusaders fan or rugby boots." and the
+    notes it cites, from the lines naming him (see above); None when the model names nothing those
+    lines say. The call's tokens and times are added to ``spent``."""
+    if llm is None or not lines:
+        return None
+    shown = "\n".join(f"- {_cut(e.text)}" for e in lines)
+    messages = [{"role": "system", "content": prompts.render("answer_likes")},
+                {"role": "user", "content": prompts.render("answer_likes_user", person=name, notes=shown)}]
+    value = _ask(llm, messages, _LIKES, spent, max_tokens=LIKES_TOKENS)
+    if value is None:
+        return None
+    likes, cited = [], []
+    for phrase in value["likes"]:
+        phrase = " ".join(phrase.split()).strip(" .,;")
+        wanted = terms(phrase) - terms(name)
+        holding = [e for e in lines if wanted and wanted <= terms(e.text)]
+        if not holding or phrase.lower() in (x.lower() for x in likes):
+            continue  # not in the notes as written: the model's own idea, or a repeat
+        likes.append(phrase)
+        cited.extend(e for e in holding if e not in cited)
+    if not likes:
+        return None
+    listed = likes[0] if len(likes) == 1 else f"{', '.join(likes[:-1])} or {likes[-1]}"
+    who = name[:1].upper() + name[1:]
+    return f"Something to do with what {who} likes, from your notes: {listed}.", [e.note_id for e in cited]

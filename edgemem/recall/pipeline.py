@@ -25,6 +25,7 @@ ABSTAIN = "I could not find reliable information."  # Algorithm 1's calibrated a
 
 ACTIVE_OVERLAP = 0.6
 ACTIVE_TURNS = 8
+GIFT_LINES = 2  # the notes must name someone this often before a gift for them is read from those lines
 # Answers drawn from many lines (a summary) or made from them (a suggestion): no one line holds them.
 DIGESTS = frozenset({"broad-summarization", "profile-injection"})
 _NOT_THEIRS = frozenset({"other_owner", "answer_is_asker", "off_premise"})  # the validator found the answer someone else's
@@ -154,6 +155,24 @@ def run(
         else:  # the evaluation's oracle: these notes instead of what retrieval would find
             gathered = tiers.given(conn, tag, evidence)
         notes_budget = None
+        asked_for = answer_agent.gift_for(question) if gathered.tier == 1 and evidence is None and attempt == 0 else []
+        named = next(((name, lines) for name in asked_for
+                      if len(lines := tiers.naming_lines(conn, name, embed)) >= GIFT_LINES), None)
+        if named is not None and not retrieval_only:
+            # A gift for someone: what the lines naming them say they like, read by one small
+            # constrained call, is the suggestion (answer.gift_suggestion); none found, the usual path.
+            spent = answer_agent.Drafted(text="")
+            gift = answer_agent.gift_suggestion(llm, named[0], named[1], spent=spent)
+            stages["gift"] = {"ms": _ms(t), "prompt_tokens": spent.prompt_tokens, "completion_tokens": spent.completion_tokens}
+            if gift is not None:
+                text, cited = gift
+                trace.update(tier=1, retrieved=cited, used=cited, verdict="computed", escalated=False, final_tag=tag,
+                             cited=cited, cite_reason="computed")
+                trace["pipeline_tokens"] = _pipeline_tokens(stages)
+                trace["total_ms"] = _ms(start)
+                if on_token:
+                    on_token(text)
+                return Outcome(text, cited, trace)
         if gathered.tier == 1 and gathered.items and evidence is None:
             # A tailored suggestion needs the notes about what is asked beside the stated likes; one
             # for someone else leans on their facts, not the asker's.
@@ -287,7 +306,7 @@ def _pipeline_tokens(stages: dict) -> int:
     """Every model token of the query: router, answer rounds (prompt + completion), validator."""
     total = 0
     for name, stage in stages.items():
-        if name.startswith("answer"):
+        if name.startswith("answer") or name == "gift":
             total += stage["prompt_tokens"] + stage["completion_tokens"]
         elif name == "route" or name.startswith("validate"):
             total += int(stage.get("tokens", 0))

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from edgemem.recall import preprocess, rules
-from edgemem.recall.evidence import TIME_FRAME_TERMS, Evidence, profile_line, terms
+from edgemem.recall.evidence import ASSISTANT_SPEAKERS, TIME_FRAME_TERMS, Evidence, profile_line, terms
 from edgemem.recall.retrieve import Hit, fused_rank, hybrid, multi_path, rrf, with_replies
 from edgemem.store import links, notes, search
 from edgemem.store import profile as profile_store
@@ -71,6 +71,8 @@ def profile_evidence(conn: Any, question: str | None = None, *, embed: Callable 
     given (else the newest), in the profile's order."""
     out = []
     for fact in profile_store.current(conn):
+        if profile_store.fragment(fact.attribute, fact.value):
+            continue  # a bare word filed as a fact (a store written before the write path dropped them)
         line = profile_line(fact.subject, fact.attribute, fact.value, fact.kind)
         out.append(Evidence(-(PROFILE_ID_BASE + fact.id), line, fact.valid_from, kind="profile"))
     if question and related:
@@ -114,6 +116,27 @@ def suggestion_profile(conn: Any, question: str, embed: Callable | None) -> list
     kept = {e.note_id for e in _closest(question, shared, embed, PROFILE_FACTS["profile-injection"])
             + _closest(question, others, embed, SUGGESTION_UNSHARED)}
     return [e for e in every if e.note_id in kept]
+
+
+NAMING_LINES = 8  # the lines naming someone a gift for them is read from
+
+
+def naming_lines(conn: Any, name: str, embed: Callable, k: int = NAMING_LINES) -> list[Evidence]:
+    """The user's lines anywhere in the store that name ``name`` (a word: "Finn", "mum"), the ``k``
+    closest to what a person likes, oldest first. Retrieval led by the question ("what should I get
+    Finn for his bday?") ranks the last birthday's gift first; what Finn plays and follows is in lines
+    about Finn that say nothing of birthdays."""
+    pattern = re.compile(rf"\b{re.escape(name)}(?:['’]?s)?\b", re.IGNORECASE)
+    found = [n for n in notes.iter_active(conn)
+             if pattern.search(n.content) and (n.speaker or "").casefold() not in ASSISTANT_SPEAKERS]
+    if not found:
+        return []
+    if len(found) > k:
+        probe = np.asarray(embed([f"what {name} likes, loves, plays, follows and asks for"]), dtype=np.float64)[0]
+        vectors = notes.vectors(conn, [n.id for n in found])
+        found = sorted(found, key=lambda n: -float(vectors[n.id] @ probe) if n.id in vectors else 0.0)[:k]
+    found.sort(key=lambda n: (n.event_time, n.id))
+    return [Evidence(n.id, n.content, n.event_time, speaker=n.speaker) for n in found]
 
 
 def to_evidence(conn: Any, hits: list[Hit]) -> list[Evidence]:

@@ -48,6 +48,32 @@ def make_key(subject: str, kind: str, attribute: str) -> str:
     return "/".join(parts)
 
 
+# A fact is a thing said of someone: "no meetings before 10am", "loves painting", "home_city: Lyon".
+# The 1.5B model's extraction also files bare words ("halina — Kuba (identity)", "margaux — wooden chess
+# clock", "shona — socks (preference)"): a name, a place or an object with no attribute and no word
+# saying how it stands to the person. Pinned beside the notes, such fragments were answered from ("a
+# wooden chess clock" for a grandmother who gardens). A fragment: at most two words, all of them its
+# own key (so no attribute was named), none saying a stance (no, never, only, max, allergic, loves ...).
+_STANCE = re.compile(
+    r"\b(?:no|not|never|none|only|max|maximum|min|minimum|under|over|before|after|always|avoid\w*|allerg\w*|"
+    r"intoleran\w*|vegan|vegetarian|pescatarian|teetotal|sober|love[sd]?|like[sd]?|hate[sd]?|prefer\w*|dislike[sd]?|"
+    r"can['’]?t|cannot|don['’]?t|won['’]?t|free|sacred)\b",
+    re.IGNORECASE,
+)
+
+
+def fragment(attribute: str, value: str) -> bool:
+    """A fact that says nothing of its subject (see above): "Kuba" filed as kuba, "socks" as socks;
+    not "RA job" as job (an attribute named), "lactose intolerant", "no cats", "true crime podcasts"."""
+    if _STANCE.search(value):
+        return False
+    words = [w for w in _SLUG.split(value.lower()) if len(w) > 1]
+    if len([w for w in words if len(w) > 2]) > 2:
+        return False
+    key = set(_SLUG.split(attribute.lower()))
+    return all(w in key for w in words)
+
+
 def split_key(key: str) -> tuple[str, str, str]:
     subject, kind, attribute = key.split("/", 2)
     return subject, kind, attribute

@@ -1,0 +1,60 @@
+"""A gift for someone: the people a question asks it for, and the suggestion read off the lines naming them."""
+
+from __future__ import annotations
+
+import json
+
+from edgemem.engine import Engine
+from edgemem.recall import pipeline, tiers
+from edgemem.recall.answer import Drafted, gift_for, gift_suggestion
+from edgemem.recall.evidence import Evidence
+from edgemem.runtime.fake import ScriptedLLM
+from recall_fakes import FixedRouter
+
+
+def test_the_people_a_gift_question_names() -> None:
+    assert gift_for("what should i get finn for his next bday?") == ["finn"]
+    assert gift_for("Emil's birthday is coming up, what should I get him?")[0] == "emil"
+    assert gift_for("mums bday is coming up again, gift ideas?") == ["mum"]
+    assert gift_for("Suggest a present for mémé.") == ["mémé"]
+    assert gift_for("sipho graduates in december, what should i get him?") == ["sipho"]
+    # no gift asked: a meal, an outing or a plan is no gift, whoever it is for
+    assert gift_for("What should I cook for Christmas lunch when mama's staying with us?") == []
+    assert gift_for("Plan me and Ana a weekend away in April") == []
+
+
+FINN = [
+    Evidence(1, "got her a meyer lemon tree $45, she loved it. finn made the timaru boys 1st XV btw, massive crusaders fan too",
+             "2025-08-02T20:00:00", speaker="Kai"),
+    Evidence(2, "finns 17th is on the 9th. any gift ideas? budget 150ish", "2025-11-26T20:00:00", speaker="Kai"),
+]
+
+
+def test_a_gift_is_what_the_lines_naming_them_say_they_like() -> None:
+    llm = ScriptedLLM([json.dumps({"likes": ["crusaders fan", "1st XV", "video games"]})])
+    spent = Drafted(text="")
+    text, cited = gift_suggestion(llm, "finn", FINN, spent=spent)
+    # "video games" is in no line: the model's own idea, left out; the lines holding the rest are cited
+    assert text == "Something to do with what Finn likes, from your notes: crusaders fan or 1st XV."
+    assert cited == [1]
+    assert spent.prompt_tokens > 0 and "finn" in llm.calls[0].messages[-1]["content"]
+    # nothing the lines say: no suggestion (the usual path answers)
+    assert gift_suggestion(ScriptedLLM([json.dumps({"likes": ["golf"]})]), "finn", FINN, spent=Drafted(text="")) is None
+
+
+def test_a_gift_question_reads_the_lines_that_name_the_person(settings, embedder) -> None:
+    llm = ScriptedLLM([json.dumps({"likes": ["rugby", "the Crusaders"]})])
+    eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
+    try:
+        for when, text in [("2025-08-02T20:00:00", "finn made the 1st XV at rugby, he's a massive fan of the Crusaders"),
+                           ("2025-09-10T20:00:00", "dentist on friday, ugh"),
+                           ("2025-10-01T20:00:00", "finn wants to come up for the Crusaders game on the 21st")]:
+            eng.remember(text, when=when, speaker="Kai", process=True)
+        assert [e.text[:9] for e in tiers.naming_lines(eng.store.conn, "finn", eng.runtime.embed)] == ["finn made", "finn want"]
+        out = pipeline.run(eng.store.conn, "what should i get finn for his next bday?", llm=llm, embed=eng.runtime.embed,
+                           router=FixedRouter("profile-injection"))
+    finally:
+        eng.close()
+    assert out.text == "Something to do with what Finn likes, from your notes: rugby or the Crusaders."
+    assert len(out.note_ids) == 2 and out.trace["verdict"] == "computed"
+    assert len(llm.calls) == 1  # the one constrained call, no answer or judge after it
