@@ -305,6 +305,25 @@ def test_a_fact_said_of_someone_else_is_theirs_and_a_value_written_as_a_key_is_d
     assert said_of("vegetarian", "Rafael's vegetarian, 8 years now", "Rafael") is None  # the speaker's own
 
 
+def test_a_bare_word_filed_as_a_fact_is_dropped() -> None:
+    from edgemem.ingest.profile import facts_from_reply
+    from edgemem.store.profile import fragment
+
+    text = "One thing for when they are here: Kuba is allergic to peanuts. I love socks as presents, and I'm a nurse"
+    reply = {"facts": [
+        {"kind": "identity", "key": "identity", "value": "Kuba"},  # a name: the value became its own key
+        {"kind": "preference", "key": "socks", "value": "socks"},
+        {"kind": "identity", "key": "job", "value": "nurse"},  # an attribute named: a fact
+    ]}
+    dropped: list[str] = []
+    facts = facts_from_reply(reply, "halina", text, on_drop=dropped.append, speaker="Halina")
+    assert [(f.key, f.value) for f in facts] == [("halina/identity/job", "nurse")]
+    assert dropped == ["fragment", "fragment"]
+    # a stance or a third word makes it a fact
+    assert not fragment("cats", "no cats") and not fragment("lactose_intolerant", "lactose intolerant")
+    assert not fragment("true_crime_podcasts", "true crime podcasts") and fragment("pierogi_ruskie", "pierogi ruskie")
+
+
 def test_a_value_stopped_by_the_length_limit_keeps_its_finished_sentences_or_is_dropped() -> None:
     from edgemem.ingest.profile import MAX_VALUE_CHARS, facts_from_reply
 
