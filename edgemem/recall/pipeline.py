@@ -155,10 +155,11 @@ def run(
         else:  # the evaluation's oracle: these notes instead of what retrieval would find
             gathered = tiers.given(conn, tag, evidence)
         notes_budget = None
-        asked_for = answer_agent.gift_for(question) if gathered.tier == 1 and evidence is None and attempt == 0 else []
+        gift_asked = gathered.tier == 1 and evidence is None and attempt == 0 and not retrieval_only
+        asked_for = answer_agent.gift_for(question) if gift_asked else []
         named = next(((name, lines) for name in asked_for
                       if len(lines := tiers.naming_lines(conn, name, embed)) >= GIFT_LINES), None)
-        if named is not None and not retrieval_only:
+        if named is not None:
             # A gift for someone: what the lines naming them say they like, read by one small
             # constrained call, is the suggestion (answer.gift_suggestion); none found, the usual path.
             spent = answer_agent.Drafted(text="")
