@@ -119,6 +119,7 @@ def suggestion_profile(conn: Any, question: str, embed: Callable | None) -> list
 
 
 NAMING_LINES = 8  # the lines naming someone a gift for them is read from
+NAMING_SCAN = 400  # the full-text matches on a name read to find them (the notes of years of chat)
 
 
 def naming_lines(conn: Any, name: str, embed: Callable, k: int = NAMING_LINES) -> list[Evidence]:
@@ -127,8 +128,8 @@ def naming_lines(conn: Any, name: str, embed: Callable, k: int = NAMING_LINES) -
     Finn for his bday?") ranks the last birthday's gift first; what Finn plays and follows is in lines
     about Finn that say nothing of birthdays."""
     pattern = re.compile(rf"\b{re.escape(name)}(?:['’]?s)?\b", re.IGNORECASE)
-    found = [n for n in notes.iter_active(conn)
-             if pattern.search(n.content) and (n.speaker or "").casefold() not in ASSISTANT_SPEAKERS]
+    matched = notes.get_many(conn, [note_id for note_id, _ in notes.fts(conn, name, NAMING_SCAN)])
+    found = [n for n in matched if pattern.search(n.content) and (n.speaker or "").casefold() not in ASSISTANT_SPEAKERS]
     if not found:
         return []
     if len(found) > k:
