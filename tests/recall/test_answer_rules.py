@@ -328,6 +328,11 @@ def test_a_rule_about_anything_in_a_stretch_no_calendar_places_covers_only_propo
     # a proposal that names the stretch is covered by it
     assert rule_verdict("Can Arild come round for dinner the day I come ashore?", ev, context).text == (
         "No — Rule one: never book me anything on my first day ashore.")
+    # a relative clause comments on the rule, it forbids nothing: this allergy says nothing of work
+    ev, context = _said((3, "2025-03-04T20:00:00", "Lena", "also I'm allergic to penicillin, which comes up more "
+                                                         "than you'd think in my line of work haha"))
+    assert rule_verdict("I've a free Saturday after a normal work week, can I book a 9am yoga class?", ev, context) is None
+    assert rule_verdict("The GP wants to give me penicillin, is that ok?", ev, context).decision == "no"
     # a stretch the calendar reads is no such stretch: a Sunday rule still covers any Sunday proposal
     ev, context = _said((2, "2025-05-18T20:00:00", "Kwame", "never book me anything work related on a sunday"))
     assert rule_verdict("Can I see a customer on Sunday at 10?", ev, context).decision == "no"
