@@ -329,6 +329,51 @@ _FUTURE_MARKERS = re.compile(
     r"during\b|spring\b|string\b|bring\b)\w{2,}ing))\b|['’]ll\b)",
     re.IGNORECASE,
 )
+# A subject and a present simple verb of doing is a timetable, told ahead: "I go back aboard on the
+# 25th" (said 14 June, after "I came ashore on Wednesday"), "you fly down on Friday" (said Saturday).
+# Verbs of thinking, feeling and hearing report the present about any day ("I hear Ana moved on
+# Friday"); "be", "have" and "do" are left to the other markers.
+_PRESENT_PLAN = re.compile(
+    r"\b(?:i|we|you|they|(?P<third>he|she))\s+(?:(?:also|still|then|just|only|always|both|all)\s+)?"
+    r"(?!(?:think|know|guess|love|like|mean|feel|remember|reali[sz]e|see|hear|believe|suppose|reckon|wonder|wish|"
+    r"miss|hate|say|tell|doubt|agree|bet|hope|need|want|am|are|is|was|were|be|been|have|has|had|do|does|did|"
+    r"can|could|will|would|shall|should|may|might|must|got|get|gets|never|usually|often|normally|sometimes|"
+    r"about|for|to|in|on|at|and|or|but|so|too|the|a|an|my|your|our|their|there|here|not|since|from|with|as|"
+    r"guys|two|both|all|again|now|back|that|this|what|who|if|than|then|yet|ever|really)\b)"
+    r"(?P<verb>[a-z]{2,})\b",
+    re.IGNORECASE,
+)
+
+
+PLAN_REACH = 40  # characters from the subject and verb to the date they place
+
+
+def _present_plans(text: str, left: int, begin: int, stop: int) -> list[re.Match]:
+    """The subject + present verb of text[left:begin] that places the date at text[begin:stop] (see
+    :data:`_PRESENT_PLAN`): right before it, with no comma between; a verb in its base form after
+    I/we/you/they, in its -s form after he/she, never a past or -ing form, nor a question's ("did I
+    tell you about the 5th of April one?") or a condition's ("call if he gains a kilo in a day"). A day that recurs is a habit, not a plan: "he calls every
+    Sunday night", "we practice wednesday nights", "we open Tuesday to Sunday", "I keep my Monday off"."""
+    if _HABIT_BEFORE.search(text, max(left, begin - 12), begin) or _HABIT_AFTER.match(text, stop):
+        return []
+    out = []
+    for m in _PRESENT_PLAN.finditer(text, max(left, begin - PLAN_REACH), begin):
+        verb = m.group("verb").lower()
+        if verb.endswith(("ed", "ing")) or _PAST_MARKERS.fullmatch(verb) or (m.group("third") and not verb.endswith("s")):
+            continue
+        if re.search(r"[,;:]", text[m.end():begin]) or _ASKED_BEFORE.search(text, max(left, m.start() - 8), m.start()):
+            continue
+        out.append(m)
+    return out
+
+
+_HABIT_BEFORE = re.compile(r"\b(?:every|each|my|our|his|her|their)\s+$|day\s*(?:to|till|until|through|-|–)\s*$",
+                           re.IGNORECASE)
+_HABIT_AFTER = re.compile(r"s\b|\s+(?:nights|mornings|evenings|afternoons|to|till|until|through|-|–)\b|\s*[-–]",
+                          re.IGNORECASE)
+_ASKED_BEFORE = re.compile(r"\b(?:did|do|does|didn['’]?t|don['’]?t|if|when|whenever|unless|once)\s+$", re.IGNORECASE)
+
+
 # A present "be" with "now" states what a plan is after a change ("the school shifted it, it's now 16 to
 # 20 october"): the past verb before it changed the plan, the date is the plan's (no tense: nearest).
 _NOW_MARKER = re.compile(r"\b(?:(?:is|are|am|['’]s|['’]re)\s+now|now\s+(?:it['’]?s|it\s+is|(?:it|they)['’]re|is|on))\b",
@@ -385,8 +430,10 @@ def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
     clause_end = _CLAUSE_END.search(ctx.text, stop, right)
     right = clause_end.start() if clause_end else right
     best: tuple[int, Optional[str]] | None = None
-    for tense, pattern in (("past", _PAST_MARKERS), ("future", _FUTURE_MARKERS), (None, _NOW_MARKER), (None, _UNTENSED)):
-        for m in pattern.finditer(ctx.text, left, right):
+    for tense, pattern in (("past", _PAST_MARKERS), ("future", _FUTURE_MARKERS), (None, _NOW_MARKER), (None, _UNTENSED),
+                           ("future", None)):
+        found = pattern.finditer(ctx.text, left, right) if pattern is not None else _present_plans(ctx.text, left, begin, stop)
+        for m in found:
             if m.start() < stop and m.end() > begin:
                 continue  # part of the phrase itself
             if tense == "past" and m.group().lower() in _NOT_PAST:
@@ -397,7 +444,7 @@ def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
                 continue
             if tense == "past" and not ctx.text[left:m.start()].strip() and _LABEL_AFTER.match(ctx.text, m.end()):
                 continue  # "Noted, winter concert on 22 November": an acknowledgement, not a past
-            if tense == "future" and _titled_at(ctx.text, m.start()):
+            if tense == "future" and pattern is not None and _titled_at(ctx.text, m.start()):
                 continue  # "after Tomorrow, and Tomorrow, and Tomorrow": a title says no tense
             if tense == "past" and _PARTICIPLE_AFTER.search(ctx.text, max(left, m.start() - 40), m.start()):
                 continue

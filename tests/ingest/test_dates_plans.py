@@ -615,3 +615,21 @@ def test_an_untensed_infinitive_or_timetable_present_takes_the_nearest_occurrenc
 ])
 def test_a_past_day_most_of_a_year_back_yields_to_the_same_day_weeks_ahead(text, when, expected):
     assert annotate(text, when) == expected
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    # A subject and a present verb right before the day is a timetable, told ahead, though a past
+    # verb opens the sentence or the day is the nearest one gone (said on Saturday 14 June 2025).
+    ("I came ashore on Wednesday this week and I go back aboard on the 25th.", datetime(2025, 6, 14, 12, 0),
+     "I came ashore on Wednesday [11 June 2025] this week [week of 9 June 2025] and I go back aboard on the 25th "
+     "[25 June 2025]."),
+    ("Updated: you fly down on Friday, Thabo joins on the 24th.", datetime(2025, 12, 14, 12, 0),
+     "Updated: you fly down on Friday [19 December 2025], Thabo joins on the 24th [24 December 2025]."),
+    # A day that recurs is a habit; a question, a condition or a verb of hearing places nothing.
+    ("he calls every Sunday night, more or less", datetime(2025, 9, 5, 12, 0), "he calls every Sunday night, more or less"),
+    ("did i tell you about the 5th of april one?", datetime(2025, 5, 8, 12, 0),
+     "did i tell you about the 5th of april [5 April 2025] one?"),
+    ("I hear Ana moved on Friday", datetime(2025, 6, 14, 12, 0), "I hear Ana moved on Friday [13 June 2025]"),
+])
+def test_a_present_verb_of_doing_right_before_a_day_is_a_plan(text, when, expected):
+    assert annotate(text, when) == expected
