@@ -298,6 +298,8 @@ _NOT_PAST = {
     "gutted", "knackered", "shattered", "chuffed", "annoyed", "delighted", "exhausted", "relieved", "terrified",
     # an arrangement made for the date, not the date gone by: "Oslo 19-21 January, flight booked"
     "booked", "confirmed", "arranged", "rebooked", "reserved",
+    # an entry made for the day, the day still ahead: "entered golden gate 30k on 1 august" (said in May)
+    "entered", "registered", "enrolled",
     # taking a note of it: "Noted the new address and the 28 February move"
     "noted",
 }
