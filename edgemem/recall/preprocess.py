@@ -372,7 +372,13 @@ def temporal(question: str, evidence: Sequence[Evidence], *, reference: date | N
         # The trip is what the other words name: "leaves midday" in another trip's line is no match.
         trip = None
         if leg and not dates_in_text(anchor):
-            trip = stretch(_LEAVES.sub(" ", _RETURNS.sub(" ", anchor)), evidence)
+            named = _LEAVES.sub(" ", _RETURNS.sub(" ", anchor))
+            if not terms(named) - _LEG_ONLY and len(found) == 2:
+                # "between flying down to Durban for Christmas and flying back home": the return names
+                # no trip, so it is the other anchor's trip's last day, not any "back home" told.
+                other = next(a for a in found if a != anchor)
+                named = _LEAVES.sub(" ", _RETURNS.sub(" ", other))
+            trip = stretch(named, evidence)
         if trip is not None:
             day = trip.end if returns else trip.start
             grounded = replace(trip, start=day, end=day, label=day_label(day), exact=True)
@@ -989,8 +995,10 @@ _FINAL = re.compile(r"\b(?:in\s+the\s+end|end(?:ed|s)?\s+up|finally|eventually|a
 # "How many days between A and B?", "How long was it from A to B?": the distance is the answer.
 _BETWEEN = re.compile(r"\bhow\s+(?:many\s+(?:days|weeks|months)|long)\b.*\b(?:between|from)\b|"
                       r"\bhow\s+(?:many\s+(?:days|weeks|months)|long)\s+(?:after|before)\b", re.IGNORECASE)
-_RETURNS = re.compile(r"\b(?:(?:got|get|came|come|coming|flew|fly|be)\s+(?:back|home)|returned|return)\b",
-                      re.IGNORECASE)
+_RETURNS = re.compile(r"\b(?:(?:got|get|getting|came|come|coming|flew|fly|flying|drove|drive|driving|"
+                      r"head(?:ed|ing)?|be)\s+(?:back|home)|returned|return|returning)\b", re.IGNORECASE)
+# What names no trip in a leg of one: "flying back home" is the return of the trip the other anchor names.
+_LEG_ONLY = terms("back home down up there again")
 _LEAVES = re.compile(r"\b(?:leave|leaves|left|leaving|depart\w*|set\s+off|fly|flew|flying|head(?:ed)?\s+(?:off|to))\b"
                      r"(?!\s+(?:back|home))", re.IGNORECASE)
 _DATES_OF = re.compile(r"\b(?:what|which)\s+dates\b", re.IGNORECASE)

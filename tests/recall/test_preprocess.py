@@ -1329,3 +1329,14 @@ def test_a_later_line_that_says_it_changed_replaces_the_earlier_one_on_a_lookup(
     assert {old: new.note_id for old, new in changed(question, [first, told]).items()} == {1: 5}
     boots = ev(6, "got her new football boots today", "2026-01-10T20:00:00")  # new boots: not a new coach
     assert changed(question, [first, boots]) == {}
+
+
+def test_a_return_that_names_no_trip_is_the_other_anchors_trip_coming_home() -> None:
+    september = told(1, "durban this weekend, fly down friday the 5th, flying back home sunday the 7th",
+                     "2025-09-01T20:00:00", "Nomvula")
+    christmas = told(2, "christmas sorted: fly down to durban on 19 december, back home on 4 january",
+                     "2025-12-01T20:00:00", "Nomvula")
+    question = "How many days were there between flying down to Durban for Christmas and flying back home?"
+    # "flying back home" is Christmas's return, not September's "flying back home" line.
+    assert temporal(question, [september, christmas]).direct[0] == (
+        "16 days: flying down to Durban for Christmas 19 December 2025, flying back home 4 January 2026")
