@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Amount", "Limit", "amounts", "limits", "asked_amount", "has_limit"]
+__all__ = ["Amount", "Limit", "amounts", "limits", "asked_amount", "has_limit", "unitless_limits", "CURRENCY_NAMES"]
 
 _CURRENCY_WORDS = {"euro": "€", "euros": "€", "eur": "€", "dollar": "$", "dollars": "$", "usd": "$", "bucks": "$",
                    "pound": "£", "pounds": "£", "quid": "£", "gbp": "£",
@@ -147,6 +147,8 @@ def limits(sentence: str, *, budget: bool = True) -> list[Limit]:
     budget_sentence = budget and re.search(r"\bbudget", sentence, re.IGNORECASE) is not None
     for amount in amounts(sentence):
         before = _clause_before(sentence, amount.start)
+        if _RISES_TO.search(before):
+            continue  # "the naust goes up to 1 500 kroner a month": a price going up, no bound
         if _LOWER.search(before):
             out.append(Limit(amount, upper=False))
         elif _UPPER.search(before) or (forbids and _BEYOND.search(before)) or (defers and _JUST_BEYOND.search(before)):
@@ -154,6 +156,37 @@ def limits(sentence: str, *, budget: bool = True) -> list[Limit]:
         elif budget_sentence and amount.unit in _CURRENCIES and not out:
             out.append(Limit(amount, upper=True))  # "budget for the night, £200"
     return out
+
+
+# A price or a count rising to an amount is no bound on it: "the naust goes up to 1 500 kroner a month",
+# "rent went up to £900" (but "happy to go up to 40 miles" is one: the user's own reach).
+_RISES_TO = re.compile(r"\b(?:goes|went|gone|rises|rose|risen|jumps|jumped|increases|increased|shot|bumped)\s+up\s+to\s*$|"
+                       r"\b(?:goes|went|gone|rises|rose|risen|jumps|jumped|increases|increased)\s+up\s+to\b[^,;]*$",
+                       re.IGNORECASE)
+# A currency's names in words ("kroner", "euros"): they say what unit, never what is limited.
+CURRENCY_NAMES = frozenset(_CURRENCY_WORDS)
+
+
+def unit_word(unit: str) -> str:
+    """A word that :func:`amounts` reads as ``unit`` after a number: "kroner" for "kr", "miles" for "mile"."""
+    named = next((word for word, sign in _CURRENCY_WORDS.items() if sign == unit and len(word) > 3), None)
+    return named or (unit if unit not in _SIGNS and unit not in _CURRENCIES else {"£": "pounds", "$": "dollars",
+                                                                                "€": "euros"}.get(unit, unit))
+
+
+_BARE_AMOUNT = re.compile(r"(?<![\w.,:£$€/])" + _N.replace("(?P<n>", "(?:") + r"(?![\w%£$€])")
+_FROM_TO = re.compile(r"\bfrom\s+" + _N.replace("(?P<n>", "(?:") + r"\s+to\b", re.IGNORECASE)
+
+
+def unitless_limits(sentence: str, unit: str) -> list[Limit]:
+    """The limits a sentence states in numbers written without their unit ("New limit for the engine
+    is 85 000, and that is final."), read as ``unit``; none when it writes any amount with one."""
+    if amounts(sentence) or not _UPPER.search(sentence) and not _LOWER.search(sentence):
+        return []
+    word = unit_word(unit)
+    # "engine limit raised from 60 000 to 85 000": the value it was is no limit now
+    sentence = _FROM_TO.sub(lambda m: "from " + "#" * (len(m.group(0)) - 8) + " to", sentence)
+    return limits(_BARE_AMOUNT.sub(lambda m: f"{m.group(0)} {word}", sentence))
 
 
 def has_limit(text: str) -> bool:

@@ -24,7 +24,7 @@ from datetime import date
 from edgemem.recall.evidence import (
     ASSISTANT_SPEAKERS, TIME_FRAME_TERMS, Evidence, parse_iso_day, profile_value, same_teller, terms,
 )
-from edgemem.recall.limits import Amount, Limit, amounts, asked_amount, limits
+from edgemem.recall.limits import CURRENCY_NAMES, Amount, Limit, amounts, asked_amount, limits, unitless_limits
 from edgemem.text import day_label
 
 # "Can we meet on Friday?" against a stored "never schedule meetings on Fridays": a 1.5B model quotes
@@ -907,6 +907,11 @@ def _clash(question: str, evidence: Sequence[Evidence], flat: str | None,
     return RuleVerdict(f'No — it clashes with your plans for {label}: "{sentence.strip()}"', [item], "no")
 
 
+# A currency's names: a limit and a question that share only "kroner" share no thing limited ("the
+# naust goes up to 1 500 kroner a month" is not the engine budget an 83 400 kroner invoice is asked of).
+_MONEY_WORDS = terms(" ".join(CURRENCY_NAMES) + " rands złotych cents pence")
+
+
 # Words every limit and every question about one may use: they say nothing about what is limited.
 _LIMIT_TERMS = terms("budget budgets limit limits max maximum cap capped spend spent fit fits within allowed afford "
                      "allowance minimum least most total")
@@ -936,6 +941,7 @@ def _limit_verdict(question: str, evidence: Sequence[Evidence],
     if not asked_units or not asks:
         return None
     found: list[tuple[Evidence, str, str, Limit]] = []
+    bare: list[tuple[Evidence, str, str, str]] = []
     for item in evidence:
         if item.kind == "summary":
             continue
@@ -945,10 +951,17 @@ def _limit_verdict(question: str, evidence: Sequence[Evidence],
             if flat is not None and norm(rule) not in flat:
                 continue
             found.extend((item, rule, sentence, lim) for lim in limits(sentence) if lim.amount.unit in asked_units)
+            bare.extend((item, rule, sentence, unit) for unit in asked_units)
     if not found:
         return None
-    asked_terms = _plain_terms(question) - _LIMIT_TERMS
-    about = [f for f in found if (_plain_terms(f[2]) - terms(f[3].amount.unit)) & asked_terms]
+    # "New limit for the engine is 85 000, and that is final.": a limit written without its unit is in
+    # the unit of a limit on the same thing ("My limit for the engine is 60 000 kroner").
+    things = {f[3].amount.unit: _plain_terms(f[2]) - _LIMIT_TERMS - _MONEY_WORDS for f in found}
+    for item, rule, sentence, unit in bare:
+        if _plain_terms(sentence) & things.get(unit, set()) - _MONEY_WORDS:
+            found.extend((item, rule, sentence, lim) for lim in unitless_limits(sentence, unit))
+    asked_terms = _plain_terms(question) - _LIMIT_TERMS - _MONEY_WORDS
+    about = [f for f in found if (_plain_terms(f[2]) - terms(f[3].amount.unit) - _MONEY_WORDS) & asked_terms]
     if not about and len(found) == 1:
         about = found
     notes_only = [f for f in about if f[0].kind != "profile"]

@@ -26,6 +26,7 @@ from recall_fakes import FixedRouter, remembered
     ("Van budget: up to £18k.", [("£18,000", True)]),
     ("at least 8 hours of sleep on a weeknight", [("8 hours", False)]),
     ("I ran more than 30 miles this week", []),  # "more than" said plainly is a fact, not a rule
+    ("Noted: the naust goes up to 1 500 kroner a month from January.", []),  # a price going up, no bound
     ("found a van, 48k miles, £16,500 from a dealer", []),  # prices and readings without a bound
     ("the call is at 9 am on 3 March 2026", []),  # times and dates are not amounts
     # A unit spelt with letters outside ASCII, and a currency written as a word, are read.
@@ -233,3 +234,21 @@ def test_the_window_a_question_asks_about() -> None:
     # "since" runs to the day asked; a bound ("before", "until") names no days to keep.
     assert question_days("How many books have I read since November?", now) == [(date(2025, 11, 1), date(2026, 3, 4))]
     assert question_days("What did I book before Friday?", now) == []
+
+
+ENGINE = [
+    Evidence(37, "The engine news is bad. My limit for the engine is 60 000 kroner, all in, and not a krone more.",
+             "2025-09-09T20:00:00", "Oskar"),
+    Evidence(55, "With installation kit it comes to 82 000. New limit for the engine is 85 000, and that is final.",
+             "2025-11-02T20:00:00", "Oskar"),
+    Evidence(74, "Noted: the naust goes up to 1 500 kroner a month from January.", "2025-12-20T21:50:00", "Assistant"),
+]
+
+
+def test_a_limit_written_without_its_unit_is_in_the_unit_of_a_limit_on_the_same_thing() -> None:
+    # 85 000 is kroner because the engine's earlier limit was; the naust's rent, which shares only the
+    # word "kroner" with the question, is no limit on the engine (it was quoted: "No — over the limit").
+    asked = "Bergen Marin's invoice for the engine finally came to 83 400 kroner. Is that inside my engine budget?"
+    assert rule_verdict(asked, ENGINE).text == (
+        'Yes — 83,400 kr is within the limit: "New limit for the engine is 85 000, and that is final."')
+    assert rule_verdict(asked.replace("83 400", "86 000"), ENGINE).text.startswith("No — 86,000 kr is over the limit")
