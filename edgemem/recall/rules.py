@@ -917,6 +917,57 @@ _LIMIT_TERMS = terms("budget budgets limit limits max maximum cap capped spend s
                      "allowance minimum least most total")
 
 
+# A limit that no longer holds: "Lars discharged me, no more limits, I can lift what I like again",
+# "the 10 kg lifting limit no longer applies", "they lifted the spending cap".
+_LIMIT_LIFTED = re.compile(
+    r"\bno\s+more\s+(?:limits?|restrictions?)\b|\bno\s+longer\s+appl(?:y|ies)\b|"
+    r"\b(?:limits?|restrictions?|caps?)\s+(?:(?:is|are|was|were|has\s+been|have\s+been|got)\s+)(?:lifted|removed|gone|dropped|over)\b|"
+    r"\b(?:lifted|removed|dropped|scrapped)\s+(?:the|my|that|this)\s+(?:[\w-]+\s+){0,2}(?:limit|restriction|cap)s?\b|"
+    r"\b(?:can|could)\s+\w+\s+(?:whatever|what|anything)\s+I\s+(?:like|want)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_amount(question: str) -> bool:
+    """The question names an amount ("25 kilo cement bags", "a £45 dinner"): a limit may decide it."""
+    return bool(amounts(question))
+
+
+def lifts_limit(text: str) -> bool:
+    """A line saying that a limit no longer holds (see :data:`_LIMIT_LIFTED`)."""
+    return _LIMIT_LIFTED.search(text) is not None
+
+
+def _one_thing(found: Sequence[tuple[Evidence, str, str, Limit]]) -> bool:
+    """Every limit found is in one unit and on one thing: their sentences share a word beyond the limit
+    words ("no lifting over 10 kilo ..." and "Lifting is still max 10 kilo ...")."""
+    if len({f[3].amount.unit for f in found}) != 1:
+        return False
+    shared = set.intersection(*(_plain_terms(f[2]) - _LIMIT_TERMS - _MONEY_WORDS - terms(f[3].amount.unit) - _LIFT_NOISE
+                                for f in found))
+    return bool(shared)
+
+
+def _limit_lifted(found: tuple[Evidence, str, str, Limit], evidence: Sequence[Evidence],
+                  flat: str | None) -> tuple[Evidence, str] | None:
+    """A sentence said after the limit ``found`` that says a limit on the same thing no longer holds
+    (its note shares a word with the limit's sentence beyond the limit's own words: "Physio finished.
+    ... no more limits" for "no lifting over 10 kilo until the physio clears me"), shown in the context."""
+    item, _, sentence, lim = found
+    thing = _plain_terms(sentence) - _LIMIT_TERMS - _MONEY_WORDS - terms(lim.amount.unit) - _LIFT_NOISE
+    for later in sorted(evidence, key=_said_order, reverse=True):
+        if later.kind == "summary" or _said_order(later) <= _said_order(item):
+            continue
+        for part in SENTENCES.split(later.text.strip()):
+            if lifts_limit(part) and (thing & _plain_terms(later.text) or lim.amount.written in part) and (
+                    flat is None or norm(part) in flat):
+                return later, part.strip()
+    return None
+
+
+_LIFT_NOISE = terms("again still now until more longer no")
+
+
 def covering_limit(question: str, text: str) -> bool:
     """A limit in ``text`` on what the question proposes: in a unit the question writes an amount in,
     sharing a word with it beyond the unit ("buy anything over $200 make me wait 48 hrs" for "a
@@ -962,8 +1013,8 @@ def _limit_verdict(question: str, evidence: Sequence[Evidence],
             found.extend((item, rule, sentence, lim) for lim in unitless_limits(sentence, unit))
     asked_terms = _plain_terms(question) - _LIMIT_TERMS - _MONEY_WORDS
     about = [f for f in found if (_plain_terms(f[2]) - terms(f[3].amount.unit) - _MONEY_WORDS) & asked_terms]
-    if not about and len(found) == 1:
-        about = found
+    if not about and (len(found) == 1 or _one_thing(found)):
+        about = found  # a lone limit in the unit, or every one on the same thing: its history
     notes_only = [f for f in about if f[0].kind != "profile"]
     about = notes_only or about
     if not about:
@@ -995,6 +1046,9 @@ def _limit_verdict(question: str, evidence: Sequence[Evidence],
     asked = asked_amount(question, lim.amount.unit)
     if asked is None:
         return None
+    lifted = _limit_lifted(best, evidence, flat)
+    if lifted is not None:  # "no more limits, I can lift what I like again", said after "max 10 kilo"
+        return RuleVerdict(f'Yes — the limit no longer holds: "{lifted[1]}"', [lifted[0]], "yes")
     bounded = [a for a in limits(question, budget=False) if a.amount.unit == lim.amount.unit]
     if bounded:  # "Do I still only take jobs within 30 miles?" asks what the limit is, not about 30 miles
         if bounded[0].amount.value == lim.amount.value and bounded[0].upper == lim.upper:

@@ -208,6 +208,7 @@ def _tier3(conn: Any, tag: str, question: str, embed: Callable, vector: np.ndarr
 
 
 RULES_ADDED = 4  # stored rules that cover a proposal, added to what retrieval found (the newest)
+LIFTS_ADDED = 2  # lines lifting a limit, added for a proposal with an amount (the newest); the limit check reads them
 
 
 def governing_rules(conn: Any, question: str, have: set[int]) -> list[Hit]:
@@ -216,16 +217,22 @@ def governing_rules(conn: Any, question: str, have: set[int]) -> list[Hit]:
     "rule #1 dont book me anything before 9am" for
     "liam wants to leave for castle hill at 8am this saturday, can I do that?", which retrieval,
     led by Liam and Castle Hill, never reached. Rules are few and decide the answer; a question's
-    words need not resemble them. The newest :data:`RULES_ADDED`, as hits scored 0."""
-    if not rules.is_proposal(question):
+    words need not resemble them. The newest :data:`RULES_ADDED`, as hits scored 0. For a question
+    naming an amount ("Is 25 kilo ok with my shoulder?"), the newest lines saying a limit no longer
+    holds (:func:`rules.lifts_limit`), which the limit check reads after the limit."""
+    proposal, amount = rules.is_proposal(question), rules.asks_amount(question)
+    if not proposal and not amount:
         return []
     # Who is asked about is no subject a rule shares: "Hey Maria, long time no talk!" rules nothing
     # about "Can Maria go to the shelter on Saturday?".
     asked = content_query(question, notes.speaker_names(conn))
     found = []
     freeing = []  # lines that may free a rule's days, kept from the same scan (see _changed_by)
+    lifting = []  # lines saying a limit no longer holds ("no more limits, I can lift what I like again")
     for note_id, text in notes.active_texts(conn):
-        if note_id in have:
+        if rules.lifts_limit(text) and note_id not in have:
+            lifting.append(note_id)
+        if note_id in have or not proposal:
             continue
         if rules.may_free(text):
             freeing.append(note_id)
@@ -238,7 +245,9 @@ def governing_rules(conn: Any, question: str, have: set[int]) -> list[Hit]:
         if any(rules.applies(asked, sentence) == "match" for sentence in rules.rule_sentences_of(item)):
             found.append(note_id)
     added = found[-RULES_ADDED:]
-    return [Hit(note_id, 0.0) for note_id in added + _changed_by(conn, added, [i for i in freeing if i not in added])]
+    lifted = [i for i in lifting if i not in added][-LIFTS_ADDED:] if amount else []
+    return [Hit(note_id, 0.0) for note_id in added + _changed_by(conn, added, [i for i in freeing if i not in added])
+            + lifted]
 
 
 def _changed_by(conn: Any, added: list[int], candidates: list[int]) -> list[int]:

@@ -252,3 +252,35 @@ def test_a_limit_written_without_its_unit_is_in_the_unit_of_a_limit_on_the_same_
     assert rule_verdict(asked, ENGINE).text == (
         'Yes — 83,400 kr is within the limit: "New limit for the engine is 85 000, and that is final."')
     assert rule_verdict(asked.replace("83 400", "86 000"), ENGINE).text.startswith("No — 86,000 kr is over the limit")
+
+
+SHOULDER = [
+    Evidence(89, "Rules from her and the physio: no lifting over 10 kilo and no skiing until the physio clears me.",
+             "2026-02-08T20:00:00", "Oskar"),
+    Evidence(101, "Lifting is still max 10 kilo until he sees me again in the middle of April.", "2026-03-20T20:00:00", "Oskar"),
+]
+DISCHARGED = Evidence(119, "Physio finished. Lars discharged me, no more limits, I can lift what I like again.",
+                      "2026-05-10T20:00:00", "Oskar")
+
+
+def test_a_limit_a_later_line_lifts_no_longer_decides() -> None:
+    asked = "Emil wants a hand carrying 25 kilo cement bags next time I'm ashore. Is that ok with my shoulder?"
+    # Two limits on the same thing (lifting), neither sharing a word with the question: their history decides.
+    assert rule_verdict(asked, SHOULDER).text == (
+        'No — 25 kilos is over the limit: "Rules from her and the physio: no lifting over 10 kilo and no skiing until '
+        'the physio clears me."')
+    assert rule_verdict(asked, [*SHOULDER, DISCHARGED]).text == (
+        'Yes — the limit no longer holds: "Lars discharged me, no more limits, I can lift what I like again."')
+
+
+def test_a_question_with_an_amount_is_given_the_lines_that_lift_a_limit(settings, embedder) -> None:
+    from edgemem.recall import tiers
+
+    eng, _, ids = remembered(settings, embedder, [(e.event_time, e.text) for e in [*SHOULDER, DISCHARGED]]
+                             + [("2026-05-11T20:00:00", "Dinner with Emil on Friday, no more wine for me though.")])
+    try:
+        added = tiers.governing_rules(eng.store.conn, "Is 25 kilo ok with my shoulder?", set())
+    finally:
+        eng.close()
+    # the discharge, the one line lifting a limit (retrieval, led by "kilo" and "shoulder", may miss it)
+    assert [h.note_id for h in added] == [ids[DISCHARGED.text]]
