@@ -1623,7 +1623,7 @@ def _find(text: str, event_time: datetime) -> list[_Found]:
             taken[i] = _month_from(taken[i - 1], found, ctx, placed=taken[i - 1].begin in months)
             if taken[i] is not found:  # "on the 23rd, back the 27th": the next day alone takes this month
                 months.add(found.begin)
-    return _joined(_after_told(_weeks_of(_relative_weekdays(taken, ctx), ctx), ctx), ctx)
+    return _joined(_after_told(_weeks_of(_relative_weekdays(_counted_from(taken, ctx), ctx), ctx), ctx), ctx)
 
 
 # Two days written as the ends of one stretch: "3/22-3/26", "from Christmas Eve until New Year's Day".
@@ -1712,6 +1712,46 @@ def _after_told(taken: list[_Found], ctx: _Context) -> list[_Found]:
             end, granularity = start + timedelta(days=6), "week"
         added.append(_Found(m.start("p"), m.end("p"), m.end("p"), ResolvedDate(m.group("p"), start, end, granularity, False)))
     return sorted(taken + added, key=lambda t: t.begin)
+
+
+# A day counted from the date written right after it: "the friday a week before christmas", "the day
+# after Easter Monday", "two days before 14 March", "the Saturday after the 3rd".
+_COUNTED_NUMBER = r"(?:a|an|one|two|three|four|five|six|seven|\d{1,2})"
+_COUNTED_FROM = re.compile(
+    rf"\b(?P<p>(?:the\s+(?:{_WEEKDAY}|(?P<day>day))|(?P<n>{_COUNTED_NUMBER})\s+(?P<u>days?|weeks?))"
+    rf"(?:\s+(?P<n2>{_COUNTED_NUMBER})\s+(?P<u2>days?|weeks?))?\s+(?P<dir>before|after))\s+(?:the\s+)?$",
+    re.IGNORECASE,
+)
+_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+
+
+def _counted_from(taken: list[_Found], ctx: _Context) -> list[_Found]:
+    """A day counted from the one-day date written right after it ("the friday a week before christmas"
+    is Friday 18 December 2026 when Christmas is a Friday): the phrase and its anchor become one date.
+    A weekday alone is the nearest one strictly before (after) the anchor; with a distance, the nearest
+    on or before (after) the day that far from it."""
+    out = []
+    for found in taken:
+        m = _COUNTED_FROM.search(ctx.text, max(0, found.begin - 60), found.begin)
+        if m is None or found.date.start != found.date.end:
+            out.append(found)
+            continue
+        before = m.group("dir").lower() == "before"
+        offset = 0
+        for n, u in ((m.group("n"), m.group("u")), (m.group("n2"), m.group("u2"))):
+            if n:
+                offset += (_COUNTS.get(n.lower()) or int(n)) * (7 if u.lower().startswith("week") else 1)
+        anchor = found.date.start
+        if m.group("day"):
+            offset = offset or 1
+        day = anchor - timedelta(days=offset) if before else anchor + timedelta(days=offset)
+        if m.group("wd"):
+            weekday = _WEEKDAY_INDEX[m.group("wd").lower()[:3]]
+            step = _weekday_before if before else _weekday_after
+            day = step(day, weekday, inclusive=offset > 0)
+        phrase = ctx.text[m.start("p"): found.end]
+        out.append(_Found(m.start("p"), found.stop, found.end, ResolvedDate(phrase, day, day, "day", False)))
+    return out
 
 
 _RELATIVE_WEEKDAY = re.compile(

@@ -636,3 +636,20 @@ def test_a_past_day_most_of_a_year_back_yields_to_the_same_day_weeks_ahead(text,
 ])
 def test_a_present_verb_of_doing_right_before_a_day_is_a_plan(text, when, expected):
     assert annotate(text, when) == expected
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    # A day counted from the date written right after it.
+    ("she lands on the friday a week before christmas and stays till 3 jan", datetime(2026, 9, 13, 12, 0),
+     "she lands on the friday a week before christmas [18 December 2026] and stays till 3 jan [3 January 2027]"),
+    ("the day before christmas", datetime(2026, 9, 13, 12, 0), "the day before christmas [24 December 2026]"),
+    ("two days before christmas", datetime(2026, 9, 13, 12, 0), "two days before christmas [23 December 2026]"),
+    # Strictly after: 14 November 2026 is itself a Saturday. Easter 2027 is 28 March.
+    ("the saturday after 14 november", datetime(2026, 9, 13, 12, 0), "the saturday after 14 november [21 November 2026]"),
+    ("the Friday after Easter", datetime(2026, 9, 13, 12, 0), "the Friday after Easter [2 April 2027]"),
+    # Counted from the day told before it, as before.
+    ("tundes wedding still 12 dec. bachelors is the thursday before", datetime(2026, 9, 13, 12, 0),
+     "tundes wedding still 12 dec [12 December 2026]. bachelors is the thursday before [10 December 2026]"),
+])
+def test_a_day_counted_from_the_date_after_it_is_that_day(text, when, expected):
+    assert annotate(text, when) == expected
