@@ -365,6 +365,17 @@ _COVERS_KIND = {"type": "object", "properties": {"rules_out": {"type": "string",
                 "required": ["rules_out", "proposed", "forbids"], "additionalProperties": False}
 
 
+# A line that tells what someone else did opens with them: "He brought prawns for lunch, which I can't
+# touch", "Arild made kimchi again". It may hold a rule in passing, but it is no rule of the user's.
+_NARRATED = re.compile(r"^\W*(?:(?:he|she|they|it)\b|[A-Z][a-z]+\s+(?:\w+ed|brought|made|got|went|came|said|told|took|"
+                       r"gave|had|was|were|did|sent|bought|cooked)\b)", re.IGNORECASE)
+
+
+def standing_rule(sentence: str) -> bool:
+    """``sentence`` may state a rule of the user's own: it does not open by telling what someone else did."""
+    return _NARRATED.match(sentence) is None
+
+
 def covered_verdict(llm: Any, question: str, evidence: Sequence[Evidence], context: str, *,
                     spent: Drafted | None = None) -> Drafted | None:
     """'No — <rule>' for a proposal a stored prohibition covers under another name (see above), or None.
@@ -380,7 +391,9 @@ def covered_verdict(llm: Any, question: str, evidence: Sequence[Evidence], conte
         if applies(question, sentence, any_subject=True) == "match" and rule not in (r for _, r in candidates):
             candidates.append((item, rule))
     spent = spent if spent is not None else Drafted(text="")
-    candidates.sort(key=lambda found: -found[0].score)  # the rules retrieval ranked highest first
+    # A rule the user states ("I am allergic to all shellfish") before a line that tells what someone
+    # else did ("He brought prawns for lunch, which I can't touch"); then the rules retrieval ranked highest.
+    candidates.sort(key=lambda found: (not standing_rule(found[1]), -found[0].score))
     for item, rule in candidates[:COVER_RULES]:
         messages = [
             {"role": "system", "content": prompts.render("answer_covers")},

@@ -672,3 +672,19 @@ def test_a_negation_rules_what_it_governs_not_every_word_beside_it() -> None:
     )
     assert rule_verdict("A customer wants a custom cake for tomorrow, should I accept?", ev[:1], context).decision == "no"
     assert rule_verdict("Can I have coffee at 11am the morning after a night shift?", ev[1:], context).decision == "no"
+
+
+def test_the_users_own_rule_is_asked_before_a_line_telling_what_someone_else_did() -> None:
+    from dataclasses import replace
+
+    from edgemem.recall.answer import covered_verdict
+
+    ev, context = _said(
+        (1, "2025-06-14T10:00:00", "Oskar", "He brought prawns for lunch, which I can't touch."),
+        (2, "2025-06-14T10:01:00", "Oskar", "I am allergic to all shellfish since I was a boy."),
+    )
+    ev = [replace(ev[0], score=0.9), replace(ev[1], score=0.5)]  # retrieval ranked the prawns line first
+    asked = "Arild wants to take me for moules frites on Bryggen before his party. can I order that?"
+    llm = ScriptedLLM(default=forbids_when("I"))  # the model says both forbid it: the first asked is quoted
+    assert covered_verdict(llm, asked, ev, context).text == "No — I am allergic to all shellfish since I was a boy."
+    assert _rules_asked(llm)[0] == "Rule: I am allergic to all shellfish since I was a boy."
