@@ -804,7 +804,7 @@ def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | Non
         asked = _about(question)
         no.sort(key=lambda found: (not _timed(found[1]), -len(asked & _about(found[1])), _assistant(found[0])))
         return RuleVerdict(f"No — {_with_reason(no[0][0], no[0][1], flat)}", _holding_rule(no), "no")
-    clash = _clash(question, evidence, flat, asked_days)
+    clash = _clash(question, evidence, flat, asked_days) or _weekly_clash(question, evidence, flat)
     if clash is not None:
         return clash
     if limit is not None:
@@ -869,6 +869,98 @@ _ASKS_LIMIT = re.compile(
 _ASKS_LIMIT_SHORT = re.compile(r"^\s*(?:still\s+)?(?:within|over|under|inside|fits?|affordable)\b[^.!]*\?\s*$", re.IGNORECASE)
 # A question clause may follow a dash or a semicolon: "I'd like to spend 350 zł — does that fit my budget?"
 _DASH = re.compile(r"\s[—–-]\s|;\s")
+
+
+# A weekly commitment the user keeps ("Wednesday evenings 19:00-21:30 are choir rehearsals now", "MBA
+# classes are mon and wed evenings 6 to 9") takes those hours of that weekday: a proposal in them
+# clashes, as one on a day a trip takes does (:func:`_clash`). What recurs is a weekday said in the
+# plural or with "every" ("on wednesdays", "every Sunday", "Tuesday evenings"); the commitment as it
+# stands is its newest telling, one a later line moved to another day (:func:`_reason_moved`) none.
+_WEEKLY = re.compile(r"\b(?:every\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day|(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|sat(?:ur)?|sun)"
+                     r"(?:day)?s\b|(?:mon|tues|wednes|thurs|fri|satur|sun)day\s+(?:mornings|afternoons|evenings|nights)\b)",
+                     re.IGNORECASE)
+_SPAN = re.compile(r"(?<![\d:])(\d{1,2})(?:[:.](\d{2}))?\s*([ap])?\.?m?\.?\s*(?:-|–|to|till|until)\s*(\d{1,2})(?:[:.](\d{2}))?"
+                   r"\s*([ap])?\.?m?\b", re.IGNORECASE)
+_EVENING = re.compile(r"\b(?:evenings?|nights?|eve|tonight|after\s+work)\b", re.IGNORECASE)
+_MORNING = re.compile(r"\b(?:mornings?|am)\b", re.IGNORECASE)
+
+
+def _hours(sentence: str) -> tuple[int, int] | None:
+    """The stretch of the day a sentence gives, in minutes after midnight: "19:00-21:30", "5:30 to
+    8:30pm", "evenings 6 to 9" (an evening's bare hours are pm); None without one."""
+    m = _SPAN.search(sentence)
+    if m is None:
+        return None
+    h1, m1, h2, m2 = int(m.group(1)), int(m.group(2) or 0), int(m.group(4)), int(m.group(5) or 0)
+    if h1 > 23 or h2 > 24 or m1 > 59 or m2 > 59:
+        return None
+    late = bool(m.group(6) and m.group(6).lower() == "p") or (h2 <= 12 and _EVENING.search(sentence) is not None)
+    early = bool(m.group(6) and m.group(6).lower() == "a") or _MORNING.search(sentence) is not None
+    def clock(h: int, minute: int, pm: bool) -> int:
+        return (h % 12 + 12) * 60 + minute if pm and h < 12 else h * 60 + minute
+    end = clock(h2, m2, late and not early and h2 < 12)
+    start = clock(h1, m1, late and not early and h1 < 12 and clock(h1, m1, True) < end)
+    return (start, end) if start < end else None
+
+
+def _weekly_clash(question: str, evidence: Sequence[Evidence], flat: str | None) -> RuleVerdict | None:
+    """"No — it clashes with ..." for a proposal on a weekday, at a time or in the evening, that a weekly
+    commitment of the user's takes (see above): one the user (or the one the question names) keeps,
+    not someone else's."""
+    days = _days(question)
+    times = _asked_times(question)
+    evening = _EVENING.search(question) is not None
+    if not days or not (times or evening):
+        return None
+    asked_names = {t for t in _names(question) | terms(" ".join(re.findall(r"(?<=\s)[A-Z][\w'’-]+", question)))}
+    said = [e for e in evidence if e.kind == "raw" and not _assistant(e)]
+    found: list[tuple[tuple[str, int], Evidence, str]] = []
+    for item in said:
+        for sentence in SENTENCES.split(item.text.strip()):
+            if not _WEEKLY.search(sentence) or not days & _days(sentence) or _polarity(sentence) is not None:
+                continue
+            span = _hours(sentence)
+            if times:
+                if span is None or not any(span[0] <= t < span[1] for t in times):
+                    continue
+            elif span is None and not _EVENING.search(sentence):
+                continue
+            if _names(sentence) - asked_names:
+                continue  # someone else's week ("Dara has pottery on Wednesdays")
+            later = [x for x in said if _said_order(x) > _said_order(item)]
+            if any(_moved_off(sentence, part, days) for x in later for part in SENTENCES.split(x.text.strip())):
+                continue  # moved to another day since
+            shown = sentence.strip().rstrip(";,")
+            if flat is not None and norm(shown) not in flat:
+                continue
+            found.append((_said_order(item), item, shown))
+    if not found:
+        return None
+    _, item, shown = max(found, key=lambda f: f[0])
+    return RuleVerdict(f'No — it clashes with "{shown}"', [item], "no")
+
+
+_TIMING_TERMS = terms("evening evenings morning mornings night nights afternoon afternoons every week weekly now")
+_MOVED = re.compile(r"\b(?:mov(?:e|es|ed|ing)|now|chang(?:e|es|ed|ing)|switch(?:ed|es)?|instead|any\s?more|no\s+longer|"
+                    r"from\s+(?:the\s+)?\d|from\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))", re.IGNORECASE)
+
+
+def _moved_off(commitment: str, later: str, asked: set[int]) -> bool:
+    """``later`` moves the weekly ``commitment`` off the days asked: it names what the commitment is
+    (a word beyond the weekday, the time of day and the change), says it changed, and names weekdays
+    that are not the ones asked ("from the 8th of April we rehearse ... on Wednesdays" for a Tuesday
+    choir), or frees the days asked ("tuesdays are free again"). A line naming the asked day again keeps
+    it ("between mba and choir tue/wed/thu evenings")."""
+    freed = set().union(*(_days(m.group(1)) for m in _FREE_CLAUSE.finditer(later)))
+    if freed and asked <= freed:
+        return True  # "tuesdays are free again"
+    what = _about(commitment) - _TIMING_TERMS - _CHANGE_TERMS
+    days = _days(later)
+    return bool(what & _about(later)) and _MOVED.search(later) is not None and bool(days) and not days & asked
+
+
+_CHANGE_TERMS = terms("move moved moves change changed changes switch switched instead anymore longer big new update "
+                      "updated year timetable schedule")
 
 
 CLASH_MAX_DAYS = 14  # a stored span longer than this ("in June", "this spring") takes no particular day

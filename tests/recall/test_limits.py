@@ -284,3 +284,22 @@ def test_a_question_with_an_amount_is_given_the_lines_that_lift_a_limit(settings
         eng.close()
     # the discharge, the one line lifting a limit (retrieval, led by "kilo" and "shoulder", may miss it)
     assert [h.note_id for h in added] == [ids[DISCHARGED.text]]
+
+
+def test_a_proposal_in_the_hours_of_a_weekly_commitment_clashes_with_it_as_it_stands_now() -> None:
+    week = [
+        Evidence(3, "ok the non-negotiables. MBA classes are mon and wed evenings 6 to 9 so NO meetings.",
+                 "2025-07-06T20:00:00", "Nomvula"),
+        Evidence(83, "big schedule change: classes are now TUESDAY and THURSDAY evenings 5:30 to 8:30, not mon/wed anymore.",
+                 "2026-02-05T12:40:00", "Nomvula"),
+        Evidence(90, "Dara has pottery on Friday evenings 6 to 8.", "2026-02-06T12:40:00", "Nomvula"),
+    ]
+    clash = 'No — it clashes with "big schedule change: classes are now TUESDAY and THURSDAY evenings 5:30 to 8:30, not mon/wed anymore."'
+    assert rule_verdict("can i book the dentist for 6pm on thursday 24 september?", week).text == clash
+    # outside its hours, on a day it moved off, or in someone else's week: no clash
+    assert rule_verdict("can i book the dentist for 9pm on thursday 24 september?", week) is None
+    assert rule_verdict("can i book the dentist for 7pm on monday 21 september?", week) is None
+    assert rule_verdict("can i book the dentist for 7pm on friday 25 september?", week) is None
+    freed = [Evidence(1, "tuesday evenings are choir.", "2025-09-01T20:00:00", "Ines"),
+             Evidence(2, "so wednesday evenings are the sacred ones, tuesdays are free again", "2026-01-10T20:00:00", "Ines")]
+    assert rule_verdict("Can I go to a dinner on a Tuesday evening in May?", freed).decision == "yes"
