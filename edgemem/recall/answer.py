@@ -466,6 +466,7 @@ _ROLE_WORDS = {
     "mum", "mom", "mother", "dad", "father", "parents", "sister", "brother", "wife", "husband", "partner", "son",
     "daughter", "grandma", "gran", "granny", "grandmother", "grandpa", "grandad", "grandfather", "aunt", "uncle",
     "cousin", "niece", "nephew", "friend", "boss", "girlfriend", "boyfriend", "fiance", "fiancee", "kids", "children",
+    "mama", "papa", "nan", "nana",
 }
 
 
@@ -518,7 +519,7 @@ _LIKES = {"type": "object", "properties": {"likes": {"type": "array", "maxItems"
 
 _GIFT_TO = re.compile(r"\b(?:get|buy|give|for|to)\s+([^\W\d_][\w'’-]*)", re.IGNORECASE)
 _POSSESSIVE = re.compile(r"\b([^\W\d_][\w-]*)['’]s\b")
-_NOT_RECIPIENTS = _NOT_PEOPLE | terms("him her them me my myself his their our us you your a an the some something "
+_NOT_RECIPIENTS = _NOT_PEOPLE | terms("us him her them me my myself his their our us you your a an the some something "
                                       "anything someone somebody one it this that what which who whom gift gifts "
                                       "present presents idea ideas bday next last new good nice suggest recommend plan help draft any")
 _NOT_OWNERS = frozenset({"it", "what", "that", "let", "there", "he", "she", "who", "where", "here", "how", "today"})
@@ -529,8 +530,8 @@ def gift_for(question: str) -> list[str]:
     ("get finn", "a present for mémé"), whoever the question gives something of ("Emil's birthday"), a
     family role ("mums bday"), the word it opens with ("sipho graduates in december, what should i get
     him?"); none when it asks no gift. The caller keeps the first the notes name."""
-    if not _GIFT.search(question):
-        return []
+    if not _GIFT.search(question) or _NOT_FOR_THEM.search(question):
+        return []  # "Can you write the text I'd send to get Figue's weigh-in booked?" asks for a text
     found = [m.group(1) for m in _GIFT_TO.finditer(question)]
     found += [m.group(1) for m in _POSSESSIVE.finditer(question) if m.group(1).lower() not in _NOT_OWNERS]
     words = re.findall(r"[^\W\d_][\w'’-]*", question)
@@ -546,20 +547,122 @@ def gift_for(question: str) -> list[str]:
     return out
 
 
-def gift_suggestion(llm: Any, name: str, lines: Sequence[Evidence], *, spent: Drafted) -> tuple[str, list[int]] | None:
+def suggestion_for(question: str) -> list[str]:
+    """The people a suggestion that is no gift may be for, most likely first: whoever a verb of doing
+    for or with takes ("cook for Papá", "take Sue", "bring Brisk a treat", "dinner w amaka"), whoever
+    the question gives something of ("when mama's staying"), a family role, a capitalised word inside
+    the question ("What could I cook when Nina and Diego come over?"), the word it opens with
+    ("Sigrid, Jonas and Ingrid are coming for Christmas ..."). Whether a word is a person at all is the
+    notes' to say (:func:`is_person`): "for dinner" names no one."""
+    found = [m.group(1) for m in _SUGGEST_TO.finditer(question)]
+    found += [m.group(1) for m in _POSSESSIVE.finditer(question) if m.group(1).lower() not in _NOT_OWNERS]
+    words = re.findall(r"[^\W\d_][\w'’-]*", question)
+    found += [w for w in words if w.lower() in _ROLE_WORDS or (w.lower().endswith("s") and w.lower()[:-1] in _ROLE_WORDS)]
+    found += [m.group(1) for m in _INNER_CAPITAL.finditer(question)]
+    found += words[:1]
+    out: list[str] = []
+    for word in found:
+        name = word.lower().removesuffix("'s").removesuffix("’s")
+        if name not in _ROLE_WORDS and name.endswith("s") and name[:-1] in _ROLE_WORDS:
+            name = name[:-1]
+        if (len(name) > 1 and not terms(name) & _NOT_RECIPIENTS and name not in STOPWORDS and name not in _US
+                and name not in out):
+            out.append(name)
+    return out
+
+
+_US = frozenset({"us", "we", "me", "i"})
+_SUGGEST_TO = re.compile(r"\b(?:get|buy|give|for|to|take|bring|treat|invite|visit|surprise|with|w/?)\s+([^\W\d_][\w'’-]*)",
+                         re.IGNORECASE)
+_INNER_CAPITAL = re.compile(r"(?<=[\w,]\s)([A-ZÀ-ÖØ-Þ][^\W\d_]+)")
+PERSON_CAPITALISED = 0.5  # a word the notes write capitalised at least this often inside a sentence is a name
+
+
+def is_person(name: str, lines: Sequence[Evidence], question: str = "") -> bool:
+    """Is ``name`` someone? A family role is; any other word is when the question or the lines naming
+    it write it with a capital inside a sentence ("when Dev and the kids come round"; "Sipho", even in
+    a question all in lower case, at least half the time in the lines), which "dinner" and "lunch" are
+    not; never what the lines place things in ("in Kraków")."""
+    if name in _ROLE_WORDS or name.removesuffix("s") in _ROLE_WORDS:
+        return True
+    asked = re.search(rf"(?<=[\w,]\s){re.escape(name[:1].upper() + name[1:])}\b", question) is not None
+    inner = capital = placed = 0
+    pattern = re.compile(rf"(?<=[\w,;:)]\s)({re.escape(name)})(?:['’]?s)?\b", re.IGNORECASE)
+    for e in lines:
+        for m in pattern.finditer(e.text):
+            inner += 1
+            capital += m.group(1)[:1].isupper()
+            placed += _PLACE_BEFORE.search(e.text, 0, m.start()) is not None
+    return inner > 0 and (asked or capital >= PERSON_CAPITALISED * inner) and placed < PLACE_SHARE * inner
+
+
+# A place, not a person, is where things are: "in Tokyo", "a week in Kraków" ("to" and "from" take
+# people as well: "home to mama", "a text from Ana").
+_PLACE_BEFORE = re.compile(r"\b(?:in|at|near|around|across|into|via|outside)\s+(?:the\s+)?$", re.IGNORECASE)
+PLACE_SHARE = 1 / 3
+
+
+# Asked to write something ("Draft a short message to the vet's to book Pepper's check-up"), or a
+# suggestion for the asker alone ("I'm on my own tonight, Dara's out"): no one else's likes decide it.
+_NOT_FOR_THEM = re.compile(r"\b(?:draft|write|message|text|e-?mail|speech|letter|on\s+my\s+own|by\s+myself|alone)\b",
+                           re.IGNORECASE)
+
+
+def suggested_for(question: str, people: Sequence[tuple[str, list[Evidence]]]) -> tuple[str, list[Evidence]] | None:
+    """The people (up to three, in the question's order) and the lines naming them, as one: "sigrid,
+    jonas and ingrid" and their lines, at most :data:`SUITS_LINES`, taken in turn from each."""
+    if not people or _NOT_FOR_THEM.search(question):
+        return None
+    low = question.lower()
+    people = sorted(people, key=lambda p: low.find(p[0]) if p[0] in low else len(low))[:3]
+    names = [p[0] for p in people]
+    label = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    lines: list[Evidence] = []
+    for turn in range(max(len(p[1]) for p in people)):
+        for _, found in people:
+            if turn < len(found) and found[turn] not in lines and len(lines) < SUITS_LINES:
+                lines.append(found[turn])
+    lines.sort(key=lambda e: (e.event_time or "", e.note_id))
+    return label, lines
+
+
+SUITS_LINES = 8
+
+
+# A suggestion for someone that is no gift ("what should I cook when mama's staying?", "a treat for
+# Brisk"): what the lines naming them say they like and what they cannot have or need (a diet, an
+# allergy, an illness) is what the suggestion must suit. Measured on the tune personas (see
+# docs/measurements.md, thirty-eighth session).
+SUITS = 4
+SUITS_TOKENS = 80
+_SUITS = {"type": "object", "properties": {"facts": {"type": "array", "maxItems": SUITS,
+                                                     "items": {"type": "string", "minLength": 2, "maxLength": 50}}},
+          "required": ["facts"], "additionalProperties": False}
+
+
+def gift_suggestion(llm: Any, name: str, lines: Sequence[Evidence], *, spent: Drafted,
+                    question: str | None = None) -> tuple[str, list[int]] | None:
     """"Something to do with what Finn likes, from your notes: crusaders fan or rugby boots." and the
     notes it cites, from the lines naming him (see above); None when the model names nothing those
-    lines say. The call's tokens and times are added to ``spent``."""
+    lines say. The call's tokens and times are added to ``spent``. With ``question`` (a suggestion
+    that is no gift), what the lines say matters for it, likes and needs: "Something that suits
+    Mama — your notes say: diabetic; loves her garden."."""
     if llm is None or not lines:
         return None
     shown = "\n".join(f"- {_cut(e.text)}" for e in lines)
-    messages = [{"role": "system", "content": prompts.render("answer_likes")},
-                {"role": "user", "content": prompts.render("answer_likes_user", person=name, notes=shown)}]
-    value = _ask(llm, messages, _LIKES, spent, max_tokens=LIKES_TOKENS)
+    if question is None:
+        messages = [{"role": "system", "content": prompts.render("answer_likes")},
+                    {"role": "user", "content": prompts.render("answer_likes_user", person=name, notes=shown)}]
+        value = _ask(llm, messages, _LIKES, spent, max_tokens=LIKES_TOKENS)
+    else:
+        messages = [{"role": "system", "content": prompts.render("answer_suits")},
+                    {"role": "user", "content": prompts.render("answer_suits_user", person=name, notes=shown,
+                                                               question=question.strip())}]
+        value = _ask(llm, messages, _SUITS, spent, max_tokens=SUITS_TOKENS)
     if value is None:
         return None
     likes, cited = [], []
-    for phrase in value["likes"]:
+    for phrase in value["likes" if question is None else "facts"]:
         phrase = " ".join(phrase.split()).strip(" .,;")
         wanted = terms(phrase) - terms(name)
         holding = [e for e in lines if wanted and wanted <= terms(e.text)]
@@ -569,6 +672,9 @@ def gift_suggestion(llm: Any, name: str, lines: Sequence[Evidence], *, spent: Dr
         cited.extend(e for e in holding if e not in cited)
     if not likes:
         return None
+    who = " ".join(w[:1].upper() + w[1:] if w != "and" else w for w in name.split())
+    if question is not None:
+        return f"Something that suits {who} — your notes say: {'; '.join(likes)}.", [e.note_id for e in cited]
     listed = likes[0] if len(likes) == 1 else f"{', '.join(likes[:-1])} or {likes[-1]}"
-    who = name[:1].upper() + name[1:]
     return f"Something to do with what {who} likes, from your notes: {listed}.", [e.note_id for e in cited]
+

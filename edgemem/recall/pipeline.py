@@ -159,11 +159,18 @@ def run(
         asked_for = answer_agent.gift_for(question) if gift_asked else []
         named = next(((name, lines) for name in asked_for
                       if len(lines := tiers.naming_lines(conn, name, embed)) >= GIFT_LINES), None)
+        purpose = None  # a suggestion that is no gift: it must suit what the lines say they like and need
+        if gift_asked and not asked_for:
+            people = [(name, lines) for name in answer_agent.suggestion_for(question)
+                      if len(lines := tiers.naming_lines(conn, name, embed, needs=True, question=question)) >= GIFT_LINES
+                      and answer_agent.is_person(name, lines, question)]
+            named = answer_agent.suggested_for(question, people)
+            purpose = question
         if named is not None:
             # A gift for someone: what the lines naming them say they like, read by one small
             # constrained call, is the suggestion (answer.gift_suggestion); none found, the usual path.
             spent = answer_agent.Drafted(text="")
-            gift = answer_agent.gift_suggestion(llm, named[0], named[1], spent=spent)
+            gift = answer_agent.gift_suggestion(llm, named[0], named[1], spent=spent, question=purpose)
             stages["gift"] = {"ms": _ms(t), "prompt_tokens": spent.prompt_tokens, "completion_tokens": spent.completion_tokens}
             if gift is not None:
                 text, cited = gift

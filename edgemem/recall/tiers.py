@@ -122,18 +122,23 @@ NAMING_LINES = 8  # the lines naming someone a gift for them is read from
 NAMING_SCAN = 400  # the full-text matches on a name read to find them (the notes of years of chat)
 
 
-def naming_lines(conn: Any, name: str, embed: Callable, k: int = NAMING_LINES) -> list[Evidence]:
+def naming_lines(conn: Any, name: str, embed: Callable, k: int = NAMING_LINES, *, needs: bool = False,
+                 question: str = "") -> list[Evidence]:
     """The user's lines anywhere in the store that name ``name`` (a word: "Finn", "mum"), the ``k``
     closest to what a person likes, oldest first. Retrieval led by the question ("what should I get
     Finn for his bday?") ranks the last birthday's gift first; what Finn plays and follows is in lines
-    about Finn that say nothing of birthdays."""
+    about Finn that say nothing of birthdays. ``needs``: for a suggestion that is no gift, the lines
+    closest to the ``question`` and to what they like and cannot have or need ("Sigrid is vegetarian
+    since she was 15" for "What should I cook when Sigrid, Jonas and Ingrid come for Christmas?")."""
     pattern = re.compile(rf"\b{re.escape(name)}(?:['’]?s)?\b", re.IGNORECASE)
     matched = notes.get_many(conn, [note_id for note_id, _ in notes.fts(conn, name, NAMING_SCAN)])
     found = [n for n in matched if pattern.search(n.content) and (n.speaker or "").casefold() not in ASSISTANT_SPEAKERS]
     if not found:
         return []
     if len(found) > k:
-        probe = np.asarray(embed([f"what {name} likes, loves, plays, follows and asks for"]), dtype=np.float64)[0]
+        wanted = (f"{question} what {name} likes, eats and enjoys, and cannot have or needs".strip() if needs
+                  else f"what {name} likes, loves, plays, follows and asks for")
+        probe = np.asarray(embed([wanted]), dtype=np.float64)[0]
         vectors = notes.vectors(conn, [n.id for n in found])
         found = sorted(found, key=lambda n: -float(vectors[n.id] @ probe) if n.id in vectors else 0.0)[:k]
     found.sort(key=lambda n: (n.event_time, n.id))

@@ -6,7 +6,7 @@ import json
 
 from edgemem.engine import Engine
 from edgemem.recall import pipeline, tiers
-from edgemem.recall.answer import Drafted, gift_for, gift_suggestion
+from edgemem.recall.answer import Drafted, gift_for, gift_suggestion, is_person, suggested_for, suggestion_for
 from edgemem.recall.evidence import Evidence
 from edgemem.runtime.fake import ScriptedLLM
 from recall_fakes import FixedRouter
@@ -21,6 +21,8 @@ def test_the_people_a_gift_question_names() -> None:
     # no gift asked: a meal, an outing or a plan is no gift, whoever it is for
     assert gift_for("What should I cook for Christmas lunch when mama's staying with us?") == []
     assert gift_for("Plan me and Ana a weekend away in April") == []
+    # a text to write is no gift, though it "gets" something booked
+    assert gift_for("Can you write the text I'd send to get Figue's weigh-in booked?") == []
 
 
 FINN = [
@@ -58,3 +60,47 @@ def test_a_gift_question_reads_the_lines_that_name_the_person(settings, embedder
     assert out.text == "Something to do with what Finn likes, from your notes: rugby or the Crusaders."
     assert len(out.note_ids) == 2 and out.trace["verdict"] == "computed"
     assert len(llm.calls) == 1  # the one constrained call, no answer or judge after it
+
+
+def test_a_suggestion_for_someone_that_is_no_gift_names_them() -> None:
+    assert suggestion_for("What should I cook for Christmas lunch when mama's staying with us?")[:1] == ["mama"]
+    assert "brisk" in suggestion_for("I want to bring Brisk a treat home from the ship, any idea what?")
+    assert {"nina", "diego"} <= set(suggestion_for("What could I cook when Nina and Diego come over?"))
+    assert suggestion_for("plan my sunday for me") == []
+
+
+MAMA = [
+    Evidence(1, "Mama's sugar was 9.2 again, the clinic says she must cut the sugar", "2025-06-02T20:00:00", speaker="Nomvula"),
+    Evidence(2, "took Mama to the Pinetown clinic, then she spent the afternoon in her garden", "2025-07-02T20:00:00",
+             speaker="Nomvula"),
+    Evidence(3, "flights to Durban booked, then home to mama for the weekend", "2025-08-02T20:00:00", speaker="Nomvula"),
+]
+DURBAN = [Evidence(4, "a week in Durban, hot in Durban", "2025-08-02T20:00:00", speaker="Nomvula"),
+          Evidence(5, "we stayed at Durban North again", "2025-09-02T20:00:00", speaker="Nomvula")]
+
+
+def test_a_person_is_written_with_a_capital_and_is_not_where_things_are() -> None:
+    assert is_person("mama", MAMA)  # a family role
+    assert is_person("sigrid", [Evidence(1, "cooking for Sigrid tonight, she's vegetarian", "2025-06-02T20:00:00")])
+    assert not is_person("durban", DURBAN)  # written "in Durban", "at Durban North": a place
+    assert not is_person("dinner", [Evidence(1, "dinner with Ana at the Thai place", "2025-06-02T20:00:00"),
+                                    Evidence(2, "we had dinner at home", "2025-06-03T20:00:00")])
+
+
+def test_a_suggestion_suits_what_the_lines_say_they_like_and_need() -> None:
+    asked = "What should I cook for Christmas lunch when mama's staying with us?"
+    assert suggested_for("Draft a message to book Pepper's check-up", [("pepper", MAMA)]) is None
+    label, lines = suggested_for(asked, [("mama", MAMA)])
+    assert label == "mama" and [e.note_id for e in lines] == [1, 2, 3]
+    llm = ScriptedLLM([json.dumps({"facts": ["must cut the sugar", "her garden", "loves sushi"]})])
+    text, cited = gift_suggestion(llm, label, lines, spent=Drafted(text=""), question=asked)
+    # "loves sushi" is in no line: left out; the question is shown to the model with the lines
+    assert text == "Something that suits Mama — your notes say: must cut the sugar; her garden."
+    assert cited == [1, 2] and asked in llm.calls[0].messages[-1]["content"]
+
+
+def test_a_name_the_question_capitalises_is_someone_however_the_notes_write_it() -> None:
+    lines = [Evidence(1, "the date w dev went really well", "2025-11-02T20:00:00"),
+             Evidence(2, "dev met ellie n callum properly, did a roast", "2026-02-16T20:00:00")]
+    assert not is_person("dev", lines)
+    assert is_person("dev", lines, "What should I cook for Sunday dinner when Dev and the kids come round?")
