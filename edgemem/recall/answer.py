@@ -608,10 +608,20 @@ _NOT_FOR_THEM = re.compile(r"\b(?:draft|write|message|text|e-?mail|speech|letter
                            re.IGNORECASE)
 
 
+# Asking for a suggestion: "what should I cook", "where could we take", "any ideas", "suggest", "plan",
+# "what's a nice outing". "Would Caroline likely have Dr. Seuss books?" (routed to the profile too) asks
+# a yes or no about someone, which what they like does not answer.
+_ASKS_SUGGESTION = re.compile(
+    r"\b(?:what|where|which|how)\s+(?:\w+\s+)?(?:should|could|can|would|shall)\s+(?:i|we|you)\b|\bsuggest|\brecommend|"
+    r"\bideas?\b|\bsuggestions?\b|\bplan\b|\bwhat(?:['’]s|\s+is)\s+a\s+(?:good|nice)\b|\bwhat\s+kind\s+of\b",
+    re.IGNORECASE)
+
+
 def suggested_for(question: str, people: Sequence[tuple[str, list[Evidence]]]) -> tuple[str, list[Evidence]] | None:
     """The people (up to three, in the question's order) and the lines naming them, as one: "sigrid,
-    jonas and ingrid" and their lines, at most :data:`SUITS_LINES`, taken in turn from each."""
-    if not people or _NOT_FOR_THEM.search(question):
+    jonas and ingrid" and their lines, at most :data:`SUITS_LINES`, taken in turn from each. None
+    when the question asks no suggestion (see above) or asks something written."""
+    if not people or _NOT_FOR_THEM.search(question) or not _ASKS_SUGGESTION.search(question):
         return None
     low = question.lower()
     people = sorted(people, key=lambda p: low.find(p[0]) if p[0] in low else len(low))[:3]

@@ -90,6 +90,8 @@ def test_a_person_is_written_with_a_capital_and_is_not_where_things_are() -> Non
 def test_a_suggestion_suits_what_the_lines_say_they_like_and_need() -> None:
     asked = "What should I cook for Christmas lunch when mama's staying with us?"
     assert suggested_for("Draft a message to book Pepper's check-up", [("pepper", MAMA)]) is None
+    # a yes or no about someone asks no suggestion
+    assert suggested_for("Would Mama likely have Dr. Seuss books on her bookshelf?", [("mama", MAMA)]) is None
     label, lines = suggested_for(asked, [("mama", MAMA)])
     assert label == "mama" and [e.note_id for e in lines] == [1, 2, 3]
     llm = ScriptedLLM([json.dumps({"facts": ["must cut the sugar", "her garden", "loves sushi"]})])
