@@ -31,6 +31,8 @@ _FROM_TO = re.compile(r"^how\s+(?:many\s+\w+|long)\s+(?:was\s+it|did\s+it\s+take
 # "How old was Tomás when I arrived?": the time from their birth to the event.
 _HOW_OLD = re.compile(r"^how\s+old\s+(?:was|were|is|will)\s+(?P<a>.+?)\s+when\s+(?P<b>.+?)\s*[?.!]*$", re.IGNORECASE)
 _BEFORE_AFTER = re.compile(r"^(?P<a>.+?)\s+(?:before|after)\s+(?P<b>.+?)\s*[?.!]*$", re.IGNORECASE)
+# A second question after the events: "Which happened first, A or B, and how far apart were they?"
+_FOLLOW_UP = re.compile(r",\s*(?:and\s+)?(?:how|what|when|which|where|who)\b[^,]*$", re.IGNORECASE)
 _TRAIL = re.compile(r"(?:\s+(?:happen(?:ed)?|occur(?:red)?|come|came|take\s+place|took\s+place))+$", re.IGNORECASE)
 
 
@@ -58,6 +60,8 @@ def anchors(question: str) -> list[str]:
     "How long was it from X to Y?" give [X, Y]; "How old was X when Y?" gives ["X was born", Y]; any
     other question is its own single anchor."""
     text = " ".join(question.split())
+    asked = _FOLLOW_UP.sub("", text)
+    text = asked if _FIRST_OR.search(asked) or _BETWEEN.search(asked) or _OR_FIRST.search(asked) else text
     m = _HOW_OLD.search(text)
     if m:
         a, b = _clean_anchor(m.group("a")), _clean_anchor(m.group("b"))

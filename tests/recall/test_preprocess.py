@@ -73,6 +73,10 @@ def test_evidence_header_terms_and_jaccard() -> None:
         ("how old was Noa when we moved to Leeds?", ["Noa was born", "we moved to Leeds"]),
         # a pronoun in the second stands for the first's name
         ("how long did it take from sending Acme my quote to them signing?", ["sending Acme my quote", "Acme signing"]),
+        # a second question after the events is no part of the last one
+        ("Which happened first, my ski fall at Voss or the new engine arriving, and how far apart were they?",
+         ["my ski fall at Voss", "the new engine arriving"]),
+        ("When did I go to Paris, and who came with me?", ["When did I go to Paris, and who came with me?"]),
     ],
 )
 def test_anchors_split_dual_anchor_questions(question: str, expected: list[str]) -> None:
