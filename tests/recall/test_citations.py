@@ -44,13 +44,16 @@ def test_profile_injection_combines_the_profile_with_the_notes(engine) -> None:
     with eng.store.transaction() as conn:
         profile_store.upsert(conn, "user/preference/gift_style", "handmade or living gifts",
                              valid_from="2024-01-01T00:00:00", note_id=ids["Dentist appointment on 3 April."])
-    llm.enqueue("Bring a potted orchid: Ana loves orchids, and you prefer living gifts.", '"yes"')
+    # First the lines naming Ana are read for what suits her (answer.gift_suggestion); a reply naming
+    # nothing they say leaves the suggestion to the profile path.
+    llm.enqueue('{"facts": ["a pony"]}', "Bring a potted orchid: Ana loves orchids, and you prefer living gifts.", '"yes"')
     out = ask(eng, llm, "What should I bring to Ana's birthday?", "profile-injection")
-    prompt = llm.calls[0].messages[-1]["content"]
+    assert "What do the notes say of ana that matters here?" in llm.calls[0].messages[-1]["content"]
+    prompt = llm.calls[1].messages[-1]["content"]
     # the profile fact and the note it should be combined with, side by side (the note's date resolved)
     assert "user — gift style: handmade or living gifts (preference)" in prompt
     assert "My sister Ana's birthday is 14 March [14 March 2024]; she loves orchids." in prompt
-    assert "concrete suggestion" in llm.calls[0].messages[0]["content"]
+    assert "concrete suggestion" in llm.calls[1].messages[0]["content"]
     assert ids[ORCHIDS] in out.note_ids and ids["I'm reading The Phoenix Project by Gene Kim."] not in out.note_ids
 
 
