@@ -1854,6 +1854,21 @@ def _day_within(before: _Found, after: int, found: _Found, ctx: _Context) -> _Fo
     return replace(found, date=replace(day, start=match[0], end=match[0]))
 
 
+# A day alone in the next sentence or two, within a few days of a coming dated day ("mama turns 60 on
+# sat 27 june!! party at her church hall. i'm flying down on the 26th", said 16 May) is that day's
+# month's. Not a day gone by: "did i tell you about the 5th of april one? anyway the 3rd was the good
+# one" (said 8 May, after "3rd may") keeps its own month.
+BESIDE_DAYS = 3
+BESIDE_CHARS = 120
+
+
+def _beside(before: _Found, found: _Found, ctx: _Context) -> bool:
+    """A plan told around a coming day: the dated day is ahead, and the day alone near it in the month."""
+    day = before.date
+    return (day.start == day.end and day.start > ctx.day and found.date.start == found.date.end
+            and found.begin - before.end <= BESIDE_CHARS and abs(found.date.start.day - day.start.day) <= BESIDE_DAYS)
+
+
 def _month_from(before: _Found, found: _Found, ctx: _Context, *, placed: bool = False) -> _Found:
     """"flying out 21 December and back on the 27th": a day of the month alone, in the sentence of a
     date that names its month (or of a day alone that took its month so, ``placed``), is in the month
@@ -1865,7 +1880,9 @@ def _month_from(before: _Found, found: _Found, ctx: _Context, *, placed: bool = 
     if not (names_month or placed) or before.date.granularity not in ("day", "month"):
         return found
     if _SENTENCE_END.search(ctx.text, before.end, found.begin) is not None:
-        return _inside(before, found, ctx) if names_month else found
+        inside = _inside(before, found, ctx) if names_month else found
+        if inside is not found or not names_month or not _beside(before, found, ctx):
+            return inside
     base = before.date.end
     first, last = found.date.start.day, found.date.end.day
     spans = []

@@ -653,3 +653,19 @@ def test_a_present_verb_of_doing_right_before_a_day_is_a_plan(text, when, expect
 ])
 def test_a_day_counted_from_the_date_after_it_is_that_day(text, when, expected):
     assert annotate(text, when) == expected
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    # A day alone a sentence after a coming dated day, a few days from it, is in that day's month.
+    ("mama turns 60 on sat 27 june!! party at her church hall. i'm flying down on the 26th and back the 28th",
+     datetime(2026, 5, 16, 12, 0),
+     "mama turns 60 on sat 27 june [27 June 2026]!! party at her church hall. i'm flying down on the 26th "
+     "[26 June 2026] and back the 28th [28 June 2026]"),
+    # Not after a day gone by, nor a day put in the past by it.
+    ("parkrun: 3rd may 32:20!!! did i tell you about the 5th of april one? anyway the 3rd was the good one",
+     datetime(2025, 5, 8, 12, 0),
+     "parkrun: 3rd may [3 May 2025] 32:20!!! did i tell you about the 5th of april [5 April 2025] one? anyway the 3rd "
+     "[3 May 2025] was the good one"),
+])
+def test_a_day_alone_beside_a_coming_dated_day_takes_its_month(text, when, expected):
+    assert annotate(text, when) == expected
