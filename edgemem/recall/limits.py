@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Amount", "Limit", "amounts", "limits", "asked_amount", "has_limit", "unitless_limits", "CURRENCY_NAMES"]
+__all__ = ["Amount", "Limit", "amounts", "limits", "asked_amount", "has_limit", "unitless_limits", "CURRENCY_NAMES", "CURRENCIES"]
 
 _CURRENCY_WORDS = {"euro": "€", "euros": "€", "eur": "€", "dollar": "$", "dollars": "$", "usd": "$", "bucks": "$",
                    "pound": "£", "pounds": "£", "quid": "£", "gbp": "£",
@@ -165,6 +165,7 @@ _RISES_TO = re.compile(r"\b(?:goes|went|gone|rises|rose|risen|jumps|jumped|incre
                        re.IGNORECASE)
 # A currency's names in words ("kroner", "euros"): they say what unit, never what is limited.
 CURRENCY_NAMES = frozenset(_CURRENCY_WORDS)
+CURRENCIES = _CURRENCIES  # the units a sum of money comes in: "£", "kr", "R", ...
 
 
 def unit_word(unit: str) -> str:

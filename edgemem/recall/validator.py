@@ -23,6 +23,7 @@ from typing import Any
 from edgemem import prompts
 from edgemem.errors import ContextTooLong, SchemaError
 from edgemem.recall.evidence import ASSISTANT_SPEAKERS, TIME_FRAME_TERMS, terms
+from edgemem.recall.limits import CURRENCIES, amounts
 from edgemem.text import MONTH_NAMES, STOPWORDS, tokens
 
 OVERLAP_TAU = 0.07
@@ -546,11 +547,26 @@ _OF_THE_ASSISTANT = re.compile(r"^\W*(?:the\s+)?(?:assistant|edgemem)\b", re.IGN
 _ASKS_OF_THE_ASSISTANT = re.compile(r"\b(?:you|your|assistant)\b", re.IGNORECASE)
 
 
+# "What does Gunnar charge for a lift now?", "how much am I paying for the naust?": a sum of money is
+# asked. An answer whose amounts are all in another unit ("10 kg") is not one; a bare number may be.
+_ASKS_MONEY = re.compile(r"\b(?:charge[sd]?|charging|costs?|costing|salary|salaries|price[sd]?|fees?|rent|wages?|"
+                         r"pay|pays|paying|paid|earn|earns|earning|spend|spent|spending)\b", re.IGNORECASE)
+_ASKS_HOW_MUCH = re.compile(r"\b(?:how\s+much|what)\b", re.IGNORECASE)
+
+
+def _not_money(question: str, answer: str) -> bool:
+    if not (_ASKS_MONEY.search(question) and _ASKS_HOW_MUCH.search(question)):
+        return False
+    found = amounts(answer)
+    return bool(found) and not any(a.unit in CURRENCIES for a in found)
+
+
 def wrong_kind(question: str, answer: str, context: str, speakers: Collection[str] = ()) -> str | None:
     """Why the answer is not the kind of thing the question asks for, or None: the assistant itself
     ("the_assistant": "Assistant" for "who looks after Papá now?"), a "how often" reply
     with no frequency in it ("no_frequency"), a "what date" reply that names no day or month
-    ("no_date": "2026" for "what date is the Dublin half marathon?"), or a reply that is only the
+    ("no_date": "2026" for "what date is the Dublin half marathon?"), a sum of money asked and
+    answered in another unit ("no_money": "10 kg" for "what does Gunnar charge for a lift now?"), or a reply that is only the
     name of someone in the conversation when the question asks for no person or name ("How has
     John's artistic skill improved?" answered "Maria!": the vocative a line opens with;
     "only_a_name"). The people in the conversation are the context's speakers and ``speakers`` (the
@@ -561,6 +577,8 @@ def wrong_kind(question: str, answer: str, context: str, speakers: Collection[st
         return "no_frequency"
     if _ASKS_DATE.search(question) and not _A_DAY.search(answer):
         return "no_date"
+    if _not_money(question, answer):
+        return "no_money"
     words = tokens(answer)
     if words and not _ASKS_NAME.search(question):
         people = _speakers(context) | set(speakers)

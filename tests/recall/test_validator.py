@@ -208,3 +208,12 @@ def test_the_assistant_is_no_answer_about_the_users_life() -> None:
     assert wrong_kind("what did you say about my car?", "The assistant said it needs a WoF.", ctx) is None
     assert wrong_kind("Who looks after Papá now?", "Nelida", ctx) is None
     assert wrong_kind("What car does Ana drive?", "A Model 3", ctx) is None
+
+
+def test_a_sum_of_money_asked_and_answered_in_another_unit_is_the_wrong_kind() -> None:
+    asked = "Gunnar put up his crane fee, what does he charge for a lift now?"
+    assert wrong_kind(asked, "10 kg", "") == "no_money"
+    assert wrong_kind(asked, "1 500 kroner", "") is None
+    assert wrong_kind(asked, "1500", "") is None  # a bare number may be money
+    assert wrong_kind("How much did I pay for the 10 kg bag?", "R300", "") is None
+    assert wrong_kind("How far did I run?", "10 km", "") is None  # no money asked
