@@ -1731,9 +1731,11 @@ def _placed_values(text: str, topic: set[str], *, times_of_day: bool = True,
                 continue
             unit = unit.split("/")[0]  # "20h/week" is 20 h
             if unit in STOPWORDS or not unit:
-                # "HbA1c 58, down from 61": a bare number must sit next to the topic's own words.
+                # "HbA1c 58, down from 61": a bare number must sit next to the topic's own words, or be
+                # the first bare number after them in their sentence ("Home blood pressure average for
+                # the last two weeks is 141 over 89": 141, not 89).
                 before = sentence[: m.start()].split()[-_NEAR_WORDS:]
-                if not topic or not terms(" ".join(before)) & topic:
+                if not topic or not (terms(" ".join(before)) & topic or _first_after_topic(sentence, m.start(), topic)):
                     continue
                 found.append(("", num, where))
                 continue
@@ -1742,6 +1744,13 @@ def _placed_values(text: str, topic: set[str], *, times_of_day: bool = True,
             unit = _UNIT_SAME.get(unit, unit)
             found.append((unit, f"{num} {unit}" if unit != "%" else f"{num}%", where))
     return sorted(found, key=lambda f: f[2])
+
+
+def _first_after_topic(sentence: str, at: int, topic: set[str]) -> bool:
+    """The number at ``at`` is the first one after the last word of ``topic`` before it in the sentence."""
+    words = list(re.finditer(r"[^\W\d_][\w'-]*", sentence[:at]))
+    last = next((w for w in reversed(words) if terms(w.group()) & topic), None)
+    return last is not None and not re.search(r"\d", sentence[last.end():at])
 
 
 # "How has my weight changed?", "How did my pay change?", "What's my HbA1c done since September?",

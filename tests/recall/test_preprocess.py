@@ -409,6 +409,15 @@ def test_a_trend_reads_values_with_units_and_bare_numbers_by_the_topic() -> None
     # One reading, or the same value each time, is no trend.
     assert not timeline("How has my HbA1c changed?", tom[:2]).facts[0].startswith("HbA1c, each value")
     assert all("each value" not in f for f in timeline("How many times did I see the GP?", tom).facts)
+    # A bare number some words after the topic's, the first after it in its sentence, is a reading too.
+    pressure = [
+        ev(1, "I had my blood pressure taken at the pharmacy, 152 over 94.", "2025-06-14T20:00:00", "Oskar"),
+        ev(2, "Home blood pressure average for the last two weeks is 141 over 89.", "2025-11-02T11:30:00", "Oskar"),
+        ev(3, "Blood pressure at home, average of two weeks: 134 over 85.", "2026-03-22T19:20:00", "Oskar"),
+    ]
+    assert timeline("How has my blood pressure changed?", pressure).facts[0] == (
+        "blood pressure, each value in the notes, oldest first: 152 (14 June 2025) → 141 (2 November 2025) → "
+        "134 (22 March 2026)")
 
 
 def test_recency_quotes_the_latest_statement_on_what_is_asked() -> None:
