@@ -350,14 +350,20 @@ _PRESENT_PLAN = re.compile(
 PLAN_REACH = 40  # characters from the subject and verb to the date they place
 
 
-def _present_plans(text: str, left: int, begin: int, stop: int) -> list[re.Match]:
+_MOVE_WORDS = re.compile(r"\b(?:now|instead|pushed|moved|postponed|rescheduled|changed|brought\s+forward)\b", re.IGNORECASE)
+
+
+def _present_plans(text: str, left: int, begin: int, stop: int, right: int) -> list[re.Match]:
     """The subject + present verb of text[left:begin] that places the date at text[begin:stop] (see
     :data:`_PRESENT_PLAN`): right before it, with no comma between; a verb in its base form after
     I/we/you/they, in its -s form after he/she, never a past or -ing form, nor a question's ("did I
     tell you about the 5th of April one?") or a condition's ("call if he gains a kilo in a day"). A day that recurs is a habit, not a plan: "he calls every
-    Sunday night", "we practice wednesday nights", "we open Tuesday to Sunday", "I keep my Monday off"."""
+    Sunday night", "we practice wednesday nights", "we open Tuesday to Sunday", "I keep my Monday off".
+    A sentence that moves a plan leaves its weekday to the plan's week (:func:`_day_after_dated`)."""
     if _HABIT_BEFORE.search(text, max(left, begin - 12), begin) or _HABIT_AFTER.match(text, stop):
         return []
+    if _MOVE_WORDS.search(text, left, right):
+        return []  # "pushed a day later, so we fly home Thursday now": the moved plan's week, not the coming one
     out = []
     for m in _PRESENT_PLAN.finditer(text, max(left, begin - PLAN_REACH), begin):
         verb = m.group("verb").lower()
@@ -434,7 +440,7 @@ def _tense(ctx: _Context, begin: int, stop: int) -> Optional[str]:
     best: tuple[int, Optional[str]] | None = None
     for tense, pattern in (("past", _PAST_MARKERS), ("future", _FUTURE_MARKERS), (None, _NOW_MARKER), (None, _UNTENSED),
                            ("future", None)):
-        found = pattern.finditer(ctx.text, left, right) if pattern is not None else _present_plans(ctx.text, left, begin, stop)
+        found = pattern.finditer(ctx.text, left, right) if pattern is not None else _present_plans(ctx.text, left, begin, stop, right)
         for m in found:
             if m.start() < stop and m.end() > begin:
                 continue  # part of the phrase itself

@@ -630,6 +630,9 @@ def test_a_past_day_most_of_a_year_back_yields_to_the_same_day_weeks_ahead(text,
     ("did i tell you about the 5th of april one?", datetime(2025, 5, 8, 12, 0),
      "did i tell you about the 5th of april [5 April 2025] one?"),
     ("I hear Ana moved on Friday", datetime(2025, 6, 14, 12, 0), "I hear Ana moved on Friday [13 June 2025]"),
+    # A sentence moving a plan leaves its weekday to the plan's week: no coming Thursday is read into it.
+    ("our return flight got pushed a day later, so we fly home Thursday now.", datetime(2025, 9, 10, 19, 45),
+     "our return flight got pushed a day later, so we fly home Thursday now."),
     # An entry is made for a day still ahead.
     ("entered golden gate 30k on 1 august - longest ever", datetime(2026, 5, 16, 12, 0),
      "entered golden gate 30k on 1 august [1 August 2026] - longest ever"),
