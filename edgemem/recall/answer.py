@@ -519,7 +519,7 @@ _LIKES = {"type": "object", "properties": {"likes": {"type": "array", "maxItems"
 
 _GIFT_TO = re.compile(r"\b(?:get|buy|give|for|to)\s+([^\W\d_][\w'’-]*)", re.IGNORECASE)
 _POSSESSIVE = re.compile(r"\b([^\W\d_][\w-]*)['’]s\b")
-_NOT_RECIPIENTS = _NOT_PEOPLE | terms("us him her them me my myself his their our us you your a an the some something "
+_NOT_RECIPIENTS = _NOT_PEOPLE | terms("him her them me my myself his their our us you your a an the some something "
                                       "anything someone somebody one it this that what which who whom gift gifts "
                                       "present presents idea ideas bday next last new good nice suggest recommend plan help draft any")
 _NOT_OWNERS = frozenset({"it", "what", "that", "let", "there", "he", "she", "who", "where", "here", "how", "today"})
@@ -617,11 +617,16 @@ _ASKS_SUGGESTION = re.compile(
     re.IGNORECASE)
 
 
+def asks_suggestion(question: str) -> bool:
+    """The question asks a suggestion (see above), not something written."""
+    return _ASKS_SUGGESTION.search(question) is not None and _NOT_FOR_THEM.search(question) is None
+
+
 def suggested_for(question: str, people: Sequence[tuple[str, list[Evidence]]]) -> tuple[str, list[Evidence]] | None:
     """The people (up to three, in the question's order) and the lines naming them, as one: "sigrid,
     jonas and ingrid" and their lines, at most :data:`SUITS_LINES`, taken in turn from each. None
     when the question asks no suggestion (see above) or asks something written."""
-    if not people or _NOT_FOR_THEM.search(question) or not _ASKS_SUGGESTION.search(question):
+    if not people or not asks_suggestion(question):
         return None
     low = question.lower()
     people = sorted(people, key=lambda p: low.find(p[0]) if p[0] in low else len(low))[:3]

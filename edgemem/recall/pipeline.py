@@ -160,7 +160,7 @@ def run(
         named = next(((name, lines) for name in asked_for
                       if len(lines := tiers.naming_lines(conn, name, embed)) >= GIFT_LINES), None)
         purpose = None  # a suggestion that is no gift: it must suit what the lines say they like and need
-        if gift_asked and not asked_for:
+        if gift_asked and not asked_for and answer_agent.asks_suggestion(question):  # no store scan otherwise
             people = [(name, lines) for name in answer_agent.suggestion_for(question)
                       if len(lines := tiers.naming_lines(conn, name, embed, needs=True, question=question)) >= GIFT_LINES
                       and answer_agent.is_person(name, lines, question)]
