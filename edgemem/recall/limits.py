@@ -170,9 +170,7 @@ CURRENCIES = _CURRENCIES  # the units a sum of money comes in: "£", "kr", "R", 
 
 def unit_word(unit: str) -> str:
     """A word that :func:`amounts` reads as ``unit`` after a number: "kroner" for "kr", "miles" for "mile"."""
-    named = next((word for word, sign in _CURRENCY_WORDS.items() if sign == unit and len(word) > 3), None)
-    return named or (unit if unit not in _SIGNS and unit not in _CURRENCIES else {"£": "pounds", "$": "dollars",
-                                                                                "€": "euros"}.get(unit, unit))
+    return max((word for word, sign in _CURRENCY_WORDS.items() if sign == unit), key=len, default=unit)
 
 
 _BARE_AMOUNT = re.compile(r"(?<![\w.,:£$€/])" + _N.replace("(?P<n>", "(?:") + r"(?![\w%£$€])")

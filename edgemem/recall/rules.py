@@ -912,7 +912,7 @@ def _weekly_clash(question: str, evidence: Sequence[Evidence], flat: str | None)
     evening = _EVENING.search(question) is not None
     if not days or not (times or evening):
         return None
-    asked_names = {t for t in _names(question) | terms(" ".join(re.findall(r"(?<=\s)[A-Z][\w'’-]+", question)))}
+    asked_names = _names(question) | terms(" ".join(re.findall(r"(?<=\s)[A-Z][\w'’-]+", question)))
     said = [e for e in evidence if e.kind == "raw" and not _assistant(e)]
     found: list[tuple[tuple[str, int], Evidence, str]] = []
     for item in said:
