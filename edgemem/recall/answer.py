@@ -21,7 +21,7 @@ from edgemem.recall.evidence import ASSISTANT_SPEAKERS, NOW_TERMS, Evidence, sup
 from edgemem.recall.limits import limits
 from edgemem.recall.rules import (
     DAY_WORD, DAYS, MONTHS_IN_FULL, SENTENCES, WH_QUESTION, RuleVerdict, applies, current_rules, is_proposal, norm,
-    quoted, rule_verdict,
+    proposes, quoted, rule_verdict,
 )
 
 ESCALATE = "ESCALATE_REQUIRED"
@@ -44,9 +44,9 @@ class Drafted:
 def system_prompt(tag: str, question: str = "") -> str:
     """The tag's B.2 prompt, its tools' instructions when the question may use them
     (:func:`edgemem.recall.tools.tools_for`), and the grounding instruction. A constraint question asks for a Yes/No
-    verdict only when it proposes something: told to open with "Yes — " or "No — ", the model did so
-    for "What does Melanie do to keep herself busy …?" too."""
-    name = "constraint-proposal" if tag == "constraint-validation" and is_proposal(question) else tag
+    verdict only when it proposes something (:func:`rules.proposes`): told to open with "Yes — " or
+    "No — ", the model did so for "What does Melanie do to keep herself busy …?" too."""
+    name = "constraint-proposal" if tag == "constraint-validation" and proposes(question, tag) else tag
     return _system(tag, name, bool(tools.tools_for(tag, question)))
 
 
@@ -142,13 +142,14 @@ class _ToolLineFilter:
 def answer(llm: Any, tag: str, question: str, context: str, evidence: Sequence[Evidence],
            on_token: Callable[[str], None] | None = None, asked_days: Sequence[tuple[date, date]] = ()) -> Drafted:
     messages = messages_for(tag, question, context)
-    decided = rule_verdict(question, evidence, context, asked_days=asked_days)
+    proposal = proposes(question, tag)
+    decided = rule_verdict(question, evidence, context, asked_days=asked_days, proposal=proposal)
     if decided is not None:  # stored rules decide a yes/no proposal: no model call (Principle 2)
         if on_token is not None:
             on_token(decided.text)
         return Drafted(text=decided.text, messages=messages, rule=decided)
     out = Drafted(text="")
-    covered = covered_verdict(llm, question, evidence, context, spent=out)
+    covered = covered_verdict(llm, question, evidence, context, spent=out, proposal=proposal)
     if covered is not None:  # "a stand-up at 8:30" against "no meetings before 9": the model says a stand-up is one
         if on_token is not None:
             on_token(covered.text)
@@ -377,10 +378,11 @@ def standing_rule(sentence: str) -> bool:
 
 
 def covered_verdict(llm: Any, question: str, evidence: Sequence[Evidence], context: str, *,
-                    spent: Drafted | None = None) -> Drafted | None:
+                    spent: Drafted | None = None, proposal: bool | None = None) -> Drafted | None:
     """'No — <rule>' for a proposal a stored prohibition covers under another name (see above), or None.
-    The calls' tokens and times are added to ``spent`` (returned, with the text, on a "No")."""
-    if llm is None or not is_proposal(question):
+    The calls' tokens and times are added to ``spent`` (returned, with the text, on a "No"). ``proposal``:
+    whether the question proposes something (:func:`rules.proposes`; None: in its own words)."""
+    if llm is None or not (is_proposal(question) if proposal is None else proposal):
         return None
     flat = norm(context)
     candidates = []

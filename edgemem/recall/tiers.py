@@ -216,7 +216,7 @@ RULES_ADDED = 4  # stored rules that cover a proposal, added to what retrieval f
 LIFTS_ADDED = 2  # lines lifting a limit, added for a proposal with an amount (the newest); the limit check reads them
 
 
-def governing_rules(conn: Any, question: str, have: set[int]) -> list[Hit]:
+def governing_rules(conn: Any, question: str, have: set[int], tag: str | None = None) -> list[Hit]:
     """Notes anywhere in the store with a rule that covers the proposal the question makes (its day,
     month and time inside what the rule speaks to), or a limit on it (:func:`rules.covering_limit`):
     "rule #1 dont book me anything before 9am" for
@@ -225,7 +225,7 @@ def governing_rules(conn: Any, question: str, have: set[int]) -> list[Hit]:
     words need not resemble them. The newest :data:`RULES_ADDED`, as hits scored 0. For a question
     naming an amount ("Is 25 kilo ok with my shoulder?"), the newest lines saying a limit no longer
     holds (:func:`rules.lifts_limit`), which the limit check reads after the limit."""
-    proposal, amount = rules.is_proposal(question), rules.asks_amount(question)
+    proposal, amount = rules.proposes(question, tag), rules.asks_amount(question)
     if not proposal and not amount:
         return []
     # Who is asked about is no subject a rule shares: "Hey Maria, long time no talk!" rules nothing
@@ -293,7 +293,7 @@ def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | No
         hits, info = _tier3(conn, tag, question, embed, vector, llm, query)
     evidence = to_evidence(conn, hits)
     if tag == "constraint-validation":
-        added = governing_rules(conn, question, {h.note_id for h in hits})
+        added = governing_rules(conn, question, {h.note_id for h in hits}, tag)
         evidence += to_evidence(conn, added)
         info["rules_added"] = len(added)
     supersedes: dict[int, int] = {}

@@ -688,3 +688,50 @@ def test_the_users_own_rule_is_asked_before_a_line_telling_what_someone_else_did
     llm = ScriptedLLM(default=forbids_when("I"))  # the model says both forbid it: the first asked is quoted
     assert covered_verdict(llm, asked, ev, context).text == "No — I am allergic to all shellfish since I was a boy."
     assert _rules_asked(llm)[0] == "Rule: I am allergic to all shellfish since I was a boy."
+
+
+@pytest.mark.parametrize(("question", "routed", "proposal"), [
+    ("the GP wants to put me on amoxicillin for this chest infection, anything I should flag?", True, True),
+    ("The lab wants to do a dinner on a Wednesday evening. Am I free?", True, True),
+    ("Is a 2023 Toyota Sienna at $38,500 within what I set for the new van?", True, True),
+    ("the GP wants to put me on amoxicillin for this chest infection, anything I should flag?", False, False),
+    ("What's my rule about Fridays?", True, False),  # asks for the rule itself
+    ("I'm off to Lisbon on Friday. What should I pack?", True, False),
+    ("Can we meet on Friday?", False, True),  # a proposal in its own words, whatever the route
+])
+def test_the_constraint_route_makes_any_question_but_a_wh_question_a_proposal(question, routed, proposal) -> None:
+    from edgemem.recall.rules import proposes
+
+    assert proposes(question, "constraint-validation" if routed else "targeted-extraction") is proposal
+
+
+def test_a_proposal_only_the_route_makes_is_asked_for_a_verdict_and_judged_against_the_rules() -> None:
+    from edgemem.recall.answer import system_prompt
+
+    told = [Evidence(1, "also I'm pescatarian and allergic to penicillin, it comes up a lot at work", "2025-03-04T10:00:00",
+                     speaker="Lena")]
+    asked = "the GP wants to put me on amoxicillin for this chest infection, anything I should flag?"
+    assert system_prompt("constraint-validation", asked).startswith("You answer a question that proposes something")
+    assert not system_prompt("targeted-extraction", asked).startswith("You answer a question that proposes something")
+    # no shared word: code decides nothing, the model is asked whether the rule covers it
+    assert rule_verdict(asked, told, proposal=True) is None
+    llm = ScriptedLLM(default=forbids_when("penicillin", rules_out="penicillin"))
+    from edgemem.recall.answer import covered_verdict
+    out = covered_verdict(llm, asked, told, "\n".join(e.line() for e in told), proposal=True)
+    assert out is not None and out.text == "No — also I'm pescatarian and allergic to penicillin, it comes up a lot at work"
+    assert covered_verdict(ScriptedLLM(default=forbids_when("penicillin")), asked, told,
+                           "\n".join(e.line() for e in told)) is None  # not a proposal in its own words
+
+
+def test_an_amount_asked_in_no_proposals_words_is_decided_by_its_limit_not_a_rule_sharing_a_word() -> None:
+    told = [Evidence(1, "Hull caulked and primed. Your engine limit is 60 000 kroner all in.", "2025-09-09T10:00:00",
+                     speaker="Assistant"),
+            Evidence(2, "I said 60 000 and not a krone more, well. New limit for the engine is 85 000, and that is final.",
+                     "2025-11-02T10:00:00", speaker="Oskar"),
+            Evidence(3, "I can't work in an engine room like this so I'm off sick until the 20th of February.",
+                     "2026-01-27T10:00:00", speaker="Oskar")]
+    asked = "The invoice for the Beta and the installation came to 83 400 kroner. Is that inside my engine budget?"
+    expected = 'Yes — 83,400 kr is within the limit: "New limit for the engine is 85 000, and that is final."'
+    assert rule_verdict(asked, told).text == expected
+    # the constraint route makes it a proposal; the prohibition sharing "engine" still does not decide it
+    assert rule_verdict(asked, told, proposal=True).text == expected
