@@ -355,6 +355,11 @@ def _strip_tool_lines(text: str) -> str:
 # bonfire on the allotment, "never take calls before 10am" for a 7am flight). A second question, asked
 # only after a "true", makes it name what the sentence rules out first, "nothing" for a remark or a
 # report (:data:`COVERS_NOTHING`): both together said "true" 16 times, 7 wrong, and missed 3 of 12.
+# Having named both things, the second reply's own "forbids" must agree too: over the tune personas'
+# 86 constraint questions the check then fired 10 times, 4 wrong (16, 8 wrong, reading only its
+# "rules_out"): "overnight flights" for hosting a friend on a Saturday, "sleeping" for a podiatrist at
+# 4pm, named and then judged not to forbid them. The answers: one right verdict lost ("design review"
+# for "no meetings on Friday afternoons"), two gained.
 COVER_RULES = 2  # rules asked about, at most, the best-ranked first
 COVERS_NOTHING = frozenset({"", "nothing", "none", "n/a"})
 COVERS_KIND_TOKENS = 60  # two short strings and the boolean
@@ -411,7 +416,7 @@ def covered_verdict(llm: Any, question: str, evidence: Sequence[Evidence], conte
                     _COVERS_KIND, spent, max_tokens=COVERS_KIND_TOKENS)
         if kind is None:
             return None
-        if kind["rules_out"].strip().strip('."').lower() not in COVERS_NOTHING:
+        if kind["forbids"] is True and kind["rules_out"].strip().strip('."').lower() not in COVERS_NOTHING:
             text = f"No — {rule}"
             spent.text, spent.messages, spent.rule = text, messages, RuleVerdict(text, [item], "no")
             return spent

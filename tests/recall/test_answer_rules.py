@@ -735,3 +735,21 @@ def test_an_amount_asked_in_no_proposals_words_is_decided_by_its_limit_not_a_rul
     assert rule_verdict(asked, told).text == expected
     # the constraint route makes it a proposal; the prohibition sharing "engine" still does not decide it
     assert rule_verdict(asked, told, proposal=True).text == expected
+
+
+def test_a_rule_the_second_reply_names_but_judges_not_to_forbid_the_proposal_decides_nothing() -> None:
+    from edgemem.recall.answer import covered_verdict
+
+    ev, context = _said((1, "2025-05-04T10:00:00", "Rafael", "new rule btw: no more overnight flights."))
+    asked = "Diego wants to come over on Saturday 14 March, can we host him?"
+
+    def named_not_forbidden(messages, schema):
+        if "rules_out" in schema["properties"]:
+            return {"rules_out": "overnight flights", "proposed": "hosting Diego", "forbids": False}
+        return {"forbids": True}
+
+    llm = ScriptedLLM(default=named_not_forbidden)
+    assert covered_verdict(llm, asked, ev, context) is None
+    assert len(llm.calls) == 2  # asked, then asked to name both: the second's "false" stands
+    llm = ScriptedLLM(default=forbids_when("overnight", rules_out="overnight flights"))
+    assert covered_verdict(llm, asked, ev, context).text == "No — new rule btw: no more overnight flights."
