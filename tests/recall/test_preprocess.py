@@ -1353,3 +1353,31 @@ def test_a_return_that_names_no_trip_is_the_other_anchors_trip_coming_home() -> 
     # "flying back home" is Christmas's return, not September's "flying back home" line.
     assert temporal(question, [september, christmas]).direct[0] == (
         "16 days: flying down to Durban for Christmas 19 December 2025, flying back home 4 January 2026")
+
+
+@pytest.mark.parametrize(("question", "account"), [
+    ("Summarise what's been going on with Josh.", True),
+    ("give me a rundown of the whole shoulder business", True),
+    ("what do you know about Noor?", True),
+    ("What's coming up with Dave?", True),
+    ("What happened with the van this year?", True),
+    ("how has my work life changed this past year?", True),
+    ("What have I done on the allotment since last autumn?", True),
+    ("Catch me up on Ama's piano.", True),
+    ("What do Melanie's kids like?", False),
+    ("Where has Maria made friends?", False),
+    ("What are the names of John's children?", False),
+])
+def test_a_broad_question_asks_for_an_account_or_for_a_few_facts(question, account) -> None:
+    from edgemem.recall.preprocess import asks_account
+
+    assert asks_account(question) is account
+
+
+def test_a_broad_question_asking_for_a_few_facts_gets_no_digest_but_the_diverse_lines() -> None:
+    from edgemem.recall.preprocess import diversify
+
+    account = diversify("Summarise what's been going on with Josh.", _josh())
+    assert account.direct is not None and account.direct[0].startswith("What your notes say about Josh")
+    facts = diversify("What does Josh do at weekends?", _josh())
+    assert facts.direct is None and facts.evidence  # the model answers from the lines
