@@ -176,6 +176,11 @@ def answer(llm: Any, tag: str, question: str, context: str, evidence: Sequence[E
                 out.text += weekday
                 if on_token is not None:
                     on_token(weekday)
+            told = as_told(question, out.text, evidence)
+            if told:  # "8 July 2022" told as "last Friday" on 10 July: " (the Friday before 10 July 2022)"
+                out.text += told
+                if on_token is not None:
+                    on_token(told)
             out.messages = list(messages)
             return out
         out.rounds += 1
@@ -336,6 +341,55 @@ def weekday_of(question: str, text: str, evidence: Sequence[Evidence], context: 
     if len(days) != 1:
         return ""
     return f" (a {days.pop().strftime('%A')})"
+
+
+# --- a date as it was told ------------------------------------------------------------------------
+# An answer to "When did ...?" gives the day the write path resolved ("8 July 2022"); the note says
+# "last Friday", said on 10 July 2022. The resolution is the resolver's reading, the phrase and the
+# day it was said are what the user wrote: the answer shows both, "8 July 2022 (the Friday before 10
+# July 2022)", which is also how LoCoMo's gold answers write such days.
+_ASKS_WHEN = re.compile(r"^\s*(?:when|what\s+(?:date|day|time|week|month|year))\b", re.IGNORECASE)
+_WEEKDAYS = {d[:3]: d.capitalize() for d in DAYS}
+_TOLD = re.compile(
+    r"^(?:(?P<back>yesterday|last\s+night)|(?P<fwd>tomorrow)"
+    r"|(?:(?P<last>last|this\s+past)|(?P<next>next))\s+(?P<unit>week|weekend|month|year|(?P<day>mon|tue|wed|thu|fri|sat|sun)\w*)"
+    r"|(?P<count>a\s+few|a\s+couple\s+of|\w+)\s+(?P<units>days|weeks|weekends|months|years)\s+ago)$",
+    re.IGNORECASE,
+)
+
+
+def _as_told(phrase: str, said: date) -> str | None:
+    """"the Friday before 10 July 2022" for "last Friday" said then; None for a phrase that names no
+    day relative to when it was said ("recently", "in June")."""
+    m = _TOLD.match(" ".join(phrase.lower().split()))
+    if m is None:
+        return None
+    when = day_label(said)
+    if m.group("back"):
+        return f"the {'night' if 'night' in m.group('back') else 'day'} before {when}"
+    if m.group("fwd"):
+        return f"the day after {when}"
+    if m.group("units"):
+        return f"{m.group('count')} {m.group('units')} before {when}"
+    unit = _WEEKDAYS[m.group("day")[:3]] if m.group("day") else m.group("unit")
+    return f"the {unit} {'after' if m.group('next') else 'before'} {when}"
+
+
+def as_told(question: str, text: str, evidence: Sequence[Evidence]) -> str:
+    """" (the Friday before 10 July 2022)" for an answer to a when-question that gives one date, the
+    day a note resolved from a phrase relative to when it was said (see above); "" otherwise."""
+    if not _ASKS_WHEN.search(question):
+        return ""
+    given = {a for _, a, _, _ in tools.dates_in_text(text)}
+    if len(given) != 1:
+        return ""
+    day = given.pop()
+    for item in evidence:
+        said = item.day
+        for d in item.dates if said is not None else ():
+            if d.get("start") == day.isoformat() and (told := _as_told(d.get("phrase", ""), said)):
+                return "" if told in text else f" ({told})"
+    return ""
 
 
 def _strip_tool_lines(text: str) -> str:

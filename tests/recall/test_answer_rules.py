@@ -753,3 +753,24 @@ def test_a_rule_the_second_reply_names_but_judges_not_to_forbid_the_proposal_dec
     assert len(llm.calls) == 2  # asked, then asked to name both: the second's "false" stands
     llm = ScriptedLLM(default=forbids_when("overnight", rules_out="overnight flights"))
     assert covered_verdict(llm, asked, ev, context).text == "No — new rule btw: no more overnight flights."
+
+
+def test_a_date_the_notes_resolved_from_a_relative_phrase_is_answered_as_it_was_told_too() -> None:
+    from edgemem.recall.answer import as_told
+
+    said = [Evidence(1, "I went to a LGBTQ support group last Friday [8 July 2022]. So powerful!", "2022-07-10T13:00:00",
+                     speaker="Caroline", dates=[{"phrase": "last Friday", "start": "2022-07-08", "end": "2022-07-08",
+                                                 "granularity": "day", "approximate": False, "label": "8 July 2022"}]),
+            Evidence(2, "painted a sunset last week [week of 27 June 2022]", "2022-07-10T13:01:00", speaker="Melanie",
+                     dates=[{"phrase": "last week", "start": "2022-06-27", "end": "2022-07-03", "granularity": "week",
+                             "approximate": False, "label": "week of 27 June 2022"}]),
+            Evidence(3, "my birthday was on 2 July 2022", "2022-07-10T13:02:00", speaker="Melanie",
+                     dates=[{"phrase": "2 July 2022", "start": "2022-07-02", "end": "2022-07-02", "granularity": "day",
+                             "approximate": False, "label": "2 July 2022"}])]
+    assert as_told("When did Caroline go to the support group?", "8 July 2022", said) == (
+        " (the Friday before 10 July 2022)")
+    assert as_told("When did Melanie paint a sunset?", "27 June 2022", said) == " (the week before 10 July 2022)"
+    assert as_told("When is Melanie's birthday?", "2 July 2022", said) == ""  # told as a date: nothing to add
+    assert as_told("What did Caroline do on 8 July 2022?", "a support group on 8 July 2022", said) == ""  # no when
+    assert as_told("When did they meet?", "8 July 2022 or 27 June 2022", said) == ""  # two dates: which one?
+    assert as_told("When did Caroline go?", "8 July 2022 (the Friday before 10 July 2022)", said) == ""  # already
