@@ -465,6 +465,10 @@ def test_a_count_for_someone_named_counts_only_their_lines() -> None:
     trips = [Evidence(1, "back from Seville, what a week", "2025-09-19T09:00:00", speaker="Maya", session="s1"),
              Evidence(2, "Seville again in May!", "2026-05-20T09:00:00", speaker="Maya", session="s2")]
     assert timeline("How many times have I been to Seville?", trips).facts[0].startswith("number of seville: 2 ")
+    # the window it is counted over names no thing counted ("since" was counted, none about Seville)
+    running = Evidence(3, "been running since March, knees ok", "2026-05-21T09:00:00", speaker="Maya", session="s3")
+    since = timeline("How many times have I been to Seville since I started chatting with you?", [*trips, running])
+    assert since.facts[0].startswith("number of seville: 2 ") and not since.unheld
 
 
 def _josh() -> list[Evidence]:
