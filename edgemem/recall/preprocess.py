@@ -1479,8 +1479,9 @@ def none_on_those_days(question: str, evidence: Sequence[Evidence],
 # The window a count is asked over ("since I started chatting with you", "this year", "so far", "in
 # 2025") names no thing counted: "How many times have I been to Durban since I started chatting with
 # you?" counted "since" (none about Durban) and abstained. Its dates are read elsewhere (asked_days).
-_COUNT_WINDOW = re.compile(r"\b(?:since|until|till|during|so\s+far|(?:this|last|past)\s+(?:year|month|week|season|yr)|"
-                           r"in\s+(?:19|20)\d\d)\b.*$", re.IGNORECASE)
+_WINDOW = r"\b(?:since|until|till|during|so\s+far|(?:this|last|past)\s+(?:year|month|week|season|yr)|in\s+(?:19|20)\d\d)\b"
+_COUNT_WINDOW = re.compile(rf"{_WINDOW}.*$", re.IGNORECASE)
+_LEADING_WINDOW = re.compile(rf"^\s*{_WINDOW}[^,]*,\s*", re.IGNORECASE)  # "Since March, how many ..."
 
 
 def _count_facts(question: str, evidence: Sequence[Evidence], asked_days: Sequence[tuple[date, date]] = ()) -> list[str]:
@@ -1499,7 +1500,7 @@ def _count_facts(question: str, evidence: Sequence[Evidence], asked_days: Sequen
     whose = [e for e in evidence if (terms(e.text) | terms(e.speaker or "")) & names] if names else list(evidence)
     who = _named(question, names)
     facts = []
-    counted = _COUNT_WINDOW.sub("", question)  # the thing counted, not the window it is counted in
+    counted = _COUNT_WINDOW.sub("", _LEADING_WINDOW.sub("", question))  # the thing, not the window it is counted in
     for word in dict.fromkeys(_compound(counted) + _head(counted) + re.findall(_WORDS, counted)):
         low = word.lower().removesuffix("'s")
         if len(low) < 3 or low in STOPWORDS or low in _COUNT_NOISE or low in speakers or terms(low) & names:

@@ -224,7 +224,8 @@ def governing_rules(conn: Any, question: str, have: set[int], tag: str | None = 
     led by Liam and Castle Hill, never reached. Rules are few and decide the answer; a question's
     words need not resemble them. The newest :data:`RULES_ADDED`, as hits scored 0. For a question
     naming an amount ("Is 25 kilo ok with my shoulder?"), the newest lines saying a limit no longer
-    holds (:func:`rules.lifts_limit`), which the limit check reads after the limit."""
+    holds (:func:`rules.lifts_limit`), which the limit check reads after the limit. ``tag``: the
+    question's route, which may make it a proposal (:func:`rules.proposes`)."""
     proposal, amount = rules.proposes(question, tag), rules.asks_amount(question)
     if not proposal and not amount:
         return []

@@ -469,6 +469,8 @@ def test_a_count_for_someone_named_counts_only_their_lines() -> None:
     running = Evidence(3, "been running since March, knees ok", "2026-05-21T09:00:00", speaker="Maya", session="s3")
     since = timeline("How many times have I been to Seville since I started chatting with you?", [*trips, running])
     assert since.facts[0].startswith("number of seville: 2 ") and not since.unheld
+    led = timeline("Since I started chatting with you, how many times have I been to Seville?", [*trips, running])
+    assert led.facts[0].startswith("number of seville: 2 ") and not led.unheld
 
 
 def _josh() -> list[Evidence]:
