@@ -15,7 +15,7 @@ from typing import Any
 
 from edgemem import prompts
 from edgemem.text import MONTH_NAMES, STOPWORDS, day_label
-from edgemem.recall import tools
+from edgemem.recall import preprocess, tools
 from edgemem.errors import ContextTooLong, SchemaError
 from edgemem.recall.evidence import ASSISTANT_SPEAKERS, NOW_TERMS, Evidence, supporting, terms
 from edgemem.recall.limits import limits
@@ -348,7 +348,6 @@ def weekday_of(question: str, text: str, evidence: Sequence[Evidence], context: 
 # "last Friday", said on 10 July 2022. The resolution is the resolver's reading, the phrase and the
 # day it was said are what the user wrote: the answer shows both, "8 July 2022 (the Friday before 10
 # July 2022)", which is also how LoCoMo's gold answers write such days.
-_ASKS_WHEN = re.compile(r"^\s*(?:when|what\s+(?:date|day|time|week|month|year))\b", re.IGNORECASE)
 _WEEKDAYS = {d[:3]: d.capitalize() for d in DAYS}
 _TOLD = re.compile(
     r"^(?:(?P<back>yesterday|last\s+night)|(?P<fwd>tomorrow)"
@@ -378,7 +377,7 @@ def _as_told(phrase: str, said: date) -> str | None:
 def as_told(question: str, text: str, evidence: Sequence[Evidence]) -> str:
     """" (the Friday before 10 July 2022)" for an answer to a when-question that gives one date, the
     day a note resolved from a phrase relative to when it was said (see above); "" otherwise."""
-    if not _ASKS_WHEN.search(question):
+    if not preprocess.asks_date(question):
         return ""
     given = {a for _, a, _, _ in tools.dates_in_text(text)}
     if len(given) != 1:

@@ -982,6 +982,11 @@ _HABIT_ASKED = re.compile(r"\b(?:these\s+days|nowadays|usually|normally|typicall
                           re.IGNORECASE)
 
 
+def asks_date(question: str) -> bool:
+    """"When is the dentist?", "what dates was the kickoff?": the answer is a date (not a weekday)."""
+    return _DATE_ASKED.search(question) is not None
+
+
 def _asks_one_day(question: str) -> bool:
     """"When …", "what date …", "what was the date of …": one day, not the dates of a stretch, how
     long, nor when something is done as a habit ("when do I play football these days?")."""
