@@ -123,6 +123,8 @@ def _verdict(data: Mapping[str, Any]) -> str:
         return "-"
     if verdict == "abstain":
         return "abstained: no answer passed the validator (\"I could not find reliable information.\")"
+    if verdict == "suggested":
+        return "a suggestion in the model's words from your lines: no answer passed the validator"
     how = "after one escalation" if data.get("escalated") else "first try"
     return f"grounded ({verdict}), {how}"
 

@@ -20,8 +20,8 @@ from edgemem.errors import ContextTooLong, SchemaError
 from edgemem.recall.evidence import ASSISTANT_SPEAKERS, NOW_TERMS, Evidence, supporting, terms
 from edgemem.recall.limits import limits
 from edgemem.recall.rules import (
-    DAY_WORD, DAYS, MONTHS_IN_FULL, SENTENCES, WH_QUESTION, RuleVerdict, applies, current_rules, is_proposal, norm,
-    proposes, quoted, rule_verdict,
+    DAY_WORD, DAYS, MONTHS_IN_FULL, SENTENCES, WH_QUESTION, RuleVerdict, applies, current_rules, is_proposal,
+    norm, proposes, quoted, rule_verdict,
 )
 
 ESCALATE = "ESCALATE_REQUIRED"
@@ -682,6 +682,16 @@ def asks_suggestion(question: str) -> bool:
     return _ASKS_SUGGESTION.search(question) is not None and _NOT_FOR_THEM.search(question) is None
 
 
+_WRITE = re.compile(r"\b(?:draft|write|compose|rewrite|help\s+me|gifts?|presents?)\b", re.IGNORECASE)
+
+
+def asks_something_made(question: str) -> bool:
+    """A suggestion (see above), a gift, or something to write ("Draft a short message to the vet's"): what
+    the model makes from the lines, which no one line holds. Not a yes or no about someone ("Would
+    Caroline likely have Dr. Seuss books?")."""
+    return _ASKS_SUGGESTION.search(question) is not None or _WRITE.search(question) is not None
+
+
 def suggested_for(question: str, people: Sequence[tuple[str, list[Evidence]]]) -> tuple[str, list[Evidence]] | None:
     """The people (up to three, in the question's order) and the lines naming them, as one: "sigrid,
     jonas and ingrid" and their lines, at most :data:`SUITS_LINES`, taken in turn from each. None
@@ -716,12 +726,11 @@ _SUITS = {"type": "object", "properties": {"facts": {"type": "array", "maxItems"
 
 
 def gift_suggestion(llm: Any, name: str, lines: Sequence[Evidence], *, spent: Drafted,
-                    question: str | None = None) -> tuple[str, list[int]] | None:
-    """"Something to do with what Finn likes, from your notes: crusaders fan or rugby boots." and the
-    notes it cites, from the lines naming him (see above); None when the model names nothing those
-    lines say. The call's tokens and times are added to ``spent``. With ``question`` (a suggestion
-    that is no gift), what the lines say matters for it, likes and needs: "Something that suits
-    Mama — your notes say: diabetic; loves her garden."."""
+                    question: str | None = None) -> Suits | None:
+    """What Finn likes, from the lines naming him (see above): "crusaders fan", "rugby boots", with the
+    notes they come from (:class:`Suits`); None when the model names nothing those lines say. The
+    call's tokens and times are added to ``spent``. With ``question`` (a suggestion that is no gift),
+    what the lines say matters for it, likes and needs: "diabetic", "loves her garden"."""
     if llm is None or not lines:
         return None
     shown = "\n".join(f"- {_cut(e.text)}" for e in lines)
@@ -747,9 +756,85 @@ def gift_suggestion(llm: Any, name: str, lines: Sequence[Evidence], *, spent: Dr
         cited.extend(e for e in holding if e not in cited)
     if not likes:
         return None
-    who = " ".join(w[:1].upper() + w[1:] if w != "and" else w for w in name.split())
-    if question is not None:
-        return f"Something that suits {who} — your notes say: {'; '.join(likes)}.", [e.note_id for e in cited]
-    listed = likes[0] if len(likes) == 1 else f"{', '.join(likes[:-1])} or {likes[-1]}"
-    return f"Something to do with what {who} likes, from your notes: {listed}.", [e.note_id for e in cited]
+    return Suits(" ".join(w[:1].upper() + w[1:] if w != "and" else w for w in name.split()), likes,
+                 [e.note_id for e in cited], needs=question is not None)
+
+
+@dataclass
+class Suits:
+    """What the lines naming someone say matters for a suggestion (:func:`gift_suggestion`): ``who``
+    as the question names them, the ``phrases`` in the notes' words, the notes they come from, and
+    whether they are likes and needs (a suggestion that is no gift) or likes alone (a gift)."""
+
+    who: str
+    phrases: list[str]
+    cited: list[int]
+    needs: bool = False
+
+    def text(self) -> str:
+        """The answer when the model suggests nothing itself."""
+        if self.needs:
+            return f"Something that suits {self.who} — your notes say: {'; '.join(self.phrases)}."
+        return f"Something to do with what {self.who} likes, from your notes: {self.listed()}."
+
+    def listed(self) -> str:
+        p = self.phrases
+        return p[0] if len(p) == 1 else f"{', '.join(p[:-1])} or {p[-1]}"
+
+    def basis(self) -> str:
+        """What follows a suggestion: " (your notes on Finn: crusaders fan; rugby boots)"."""
+        return f" (your notes on {self.who}: {'; '.join(self.phrases)})"
+
+
+# --- a suggestion in the model's words -------------------------------------------------------------
+# The suggestion questions of the tune personas (52), answered by one free call over the user's
+# lines retrieval ranks highest and the lines naming whoever the suggestion is for (answer_suggest):
+# 23 right against 22 for the path above, but right on different questions. It names a thing
+# ("Le Jardin d'Hugo, a vegetarian restaurant"), where the lists above name only what it must suit;
+# it was right on 5 of the 9 suggestions the path above ended in "not found", and on 5 of the 15 the
+# needs list answered (4 right there). So it leads, the list it rests on follows, and a suggestion is
+# never "not found" while there are lines to make one from (docs/measurements.md, fortieth session).
+SUGGEST_LINES = 8  # the user's own lines, by retrieval score
+SUGGEST_PERSON_LINES = 6  # of each person the suggestion is for (at most two)
+SUGGEST_TOKENS = 90
+SUGGEST_SENTENCES = 2
+_MARKUP = re.compile(r"[*_#`]+")
+_HARD_FAILURE = re.compile(r"escalate[_ ]?required|could not find|not (?:mentioned|found)|no information|"
+                           r"(?:i (?:do not|don'?t) know)", re.IGNORECASE)
+
+
+def suggestion_lines(own: Sequence[Evidence], people: Sequence[tuple[str, Sequence[Evidence]]] = ()) -> list[Evidence]:
+    """The lines a free suggestion reads: the user's own lines among ``own`` (retrieval's items; no
+    assistant echo) with the highest scores, then each person's lines, oldest first."""
+    mine = sorted((e for e in own if e.kind == "raw" and e.note_id > 0
+                   and (e.speaker or "").casefold() not in ASSISTANT_SPEAKERS), key=lambda e: -e.score)[:SUGGEST_LINES]
+    lines = list(mine)
+    for _, found in list(people)[:2]:
+        lines += [e for e in list(found)[:SUGGEST_PERSON_LINES] if e.note_id not in {x.note_id for x in lines}]
+    return sorted(lines, key=lambda e: (e.event_time or "", e.note_id))
+
+
+def free_suggestion(llm: Any, question: str, lines: Sequence[Evidence], *, spent: Drafted) -> tuple[str, list[int]] | None:
+    """One concrete suggestion in the model's words from ``lines`` (:func:`suggestion_lines`) and the
+    notes that support it, or None (no model, no lines, or the model found nothing to suggest). The
+    call's tokens and times are added to ``spent``."""
+    if llm is None or not lines:
+        return None
+    shown = "\n".join(f"{e.header()} {_cut(e.text)}" for e in lines)
+    messages = [{"role": "system", "content": prompts.render("answer_suggest")},
+                {"role": "user", "content": prompts.render("answer_suggest_user", notes=shown, question=question.strip())}]
+    try:
+        result = llm.complete(messages, max_tokens=SUGGEST_TOKENS)
+    except ContextTooLong:
+        return None
+    spent.prompt_tokens += result.prompt_tokens
+    spent.completion_tokens += result.completion_tokens
+    spent.prefill_ms += result.prefill_ms
+    spent.generate_ms += result.generate_ms
+    text = " ".join(_MARKUP.sub("", result.text).split())
+    text = " ".join(SENTENCES.split(text)[:SUGGEST_SENTENCES]).strip()
+    if len(text) < 2 or _HARD_FAILURE.search(text):
+        return None
+    cited, _ = supporting(question, text, lines)
+    return text, [e.note_id for e in cited]
 

@@ -147,6 +147,7 @@ def run(
     owner_strict = False
     digest = route.tag in DIGESTS  # the question asks for a summary or a suggestion, whatever the retry's tag
     computed: tuple[str, list[int]] | None = None  # an answer Tier 3 computed from the notes
+    suggest_for: list[tuple[str, list]] = []  # whom a suggestion is for, and the lines naming them
     for attempt in (0, 1):
         t = time.perf_counter()
         if evidence is None:
@@ -160,27 +161,33 @@ def run(
         named = next(((name, lines) for name in asked_for
                       if len(lines := tiers.naming_lines(conn, name, embed)) >= GIFT_LINES), None)
         purpose = None  # a suggestion that is no gift: it must suit what the lines say they like and need
+        people: list[tuple[str, list]] = []
         if gift_asked and not asked_for and answer_agent.asks_suggestion(question):  # no store scan otherwise
             people = [(name, lines) for name in answer_agent.suggestion_for(question)
                       if len(lines := tiers.naming_lines(conn, name, embed, needs=True, question=question)) >= GIFT_LINES
                       and answer_agent.is_person(name, lines, question)]
             named = answer_agent.suggested_for(question, people)
             purpose = question
+        if attempt == 0:
+            suggest_for = people if purpose is not None else [named] if named is not None else []
         if named is not None:
             # A gift for someone: what the lines naming them say they like, read by one small
-            # constrained call, is the suggestion (answer.gift_suggestion); none found, the usual path.
+            # constrained call, is what the suggestion rests on (answer.gift_suggestion); the model's
+            # own suggestion from those lines and the user's leads it (answer.free_suggestion).
+            # Nothing found, the usual path.
             spent = answer_agent.Drafted(text="")
             gift = answer_agent.gift_suggestion(llm, named[0], named[1], spent=spent, question=purpose)
+            free = None
+            if gift is not None:
+                own = tiers.gather(conn, "targeted-extraction", question, embed, reference=reference).items
+                free = answer_agent.free_suggestion(llm, question, answer_agent.suggestion_lines(own, suggest_for),
+                                                    spent=spent)
             stages["gift"] = {"ms": _ms(t), "prompt_tokens": spent.prompt_tokens, "completion_tokens": spent.completion_tokens}
             if gift is not None:
-                text, cited = gift
-                trace.update(tier=1, retrieved=cited, used=cited, verdict="computed", escalated=False, final_tag=tag,
-                             cited=cited, cite_reason="computed")
-                trace["pipeline_tokens"] = _pipeline_tokens(stages)
-                trace["total_ms"] = _ms(start)
-                if on_token:
-                    on_token(text)
-                return Outcome(text, cited, trace)
+                text = f"{free[0]}{gift.basis()}" if free is not None else gift.text()
+                cited = list(dict.fromkeys([*(free[1] if free is not None else []), *gift.cited]))
+                return _told(text, cited, trace, start, on_token, tier=1, retrieved=cited, used=cited,
+                             verdict="computed", escalated=False, final_tag=tag, cited=cited, cite_reason="computed")
         if gathered.tier == 1 and gathered.items and evidence is None:
             # A tailored suggestion needs the notes about what is asked beside the stated likes; one
             # for someone else leans on their facts, not the asker's.
@@ -223,12 +230,8 @@ def run(
             # state: each reading with its date): no model call, and it quotes the notes it cites, so
             # there is nothing to judge.
             text, cited = gathered.direct
-            trace.update(verdict="computed", escalated=False, final_tag=tag, cited=cited, cite_reason="computed")
-            trace["pipeline_tokens"] = _pipeline_tokens(stages)
-            trace["total_ms"] = _ms(start)
-            if on_token:
-                on_token(text)
-            return Outcome(text, cited, trace)
+            return _told(text, cited, trace, start, on_token, verdict="computed", escalated=False, final_tag=tag,
+                         cited=cited, cite_reason="computed")
         used = []
         if not packed.items_used:
             text, drafted = answer_agent.ESCALATE, None  # nothing to answer from: no model call
@@ -290,14 +293,38 @@ def run(
         # Both attempts failed, but Tier 3 read the answer off the notes ("how has my weight
         # changed?": each reading with its date): that, citing the notes it comes from, not "not found".
         text, cited = computed
-        trace.update(verdict="computed", escalated=True, final_tag=tag, cited=cited, cite_reason="computed")
-        if on_token:
-            on_token(text)
-        return Outcome(text, cited, trace)
+        return _told(text, cited, trace, start, on_token, verdict="computed", escalated=True, final_tag=tag,
+                     cited=cited, cite_reason="computed")
+    if (route.tag == "profile-injection" and evidence is None and not trace.get("owner_refused")
+            and answer_agent.asks_something_made(question)):
+        # A suggestion is never "not found" while there are lines to make one from: the validator
+        # rejected both attempts (on the tune personas, 9 of 52 suggestions ended so; the model's
+        # own suggestion from the user's lines was right on 5 of them: answer.free_suggestion).
+        t = time.perf_counter()
+        spent = answer_agent.Drafted(text="")
+        own = tiers.gather(conn, "targeted-extraction", question, embed, reference=reference).items
+        free = answer_agent.free_suggestion(llm, question, answer_agent.suggestion_lines(own, suggest_for), spent=spent)
+        stages["suggest"] = {"ms": _ms(t), "prompt_tokens": spent.prompt_tokens, "completion_tokens": spent.completion_tokens}
+        if free is not None:
+            text, cited = free
+            return _told(text, cited, trace, start, on_token, verdict="suggested", escalated=True, final_tag=tag,
+                         cited=cited, cite_reason="supporting")
     trace.update(verdict="abstain", escalated=not trace.get("owner_refused"), final_tag=tag)
     if on_token:
         on_token(ABSTAIN)
     return Outcome(ABSTAIN, [], trace)  # an abstention cites nothing; the trace keeps what was seen
+
+
+def _told(text: str, note_ids: list[int], trace: dict, start: float, on_token: Callable[[str], None] | None,
+          **fields: Any) -> Outcome:
+    """An answer made without the validator (computed from the notes, or a suggestion), streamed
+    whole: ``fields`` go into the trace with the query's tokens and time."""
+    trace.update(fields)
+    trace["pipeline_tokens"] = _pipeline_tokens(trace["stages"])
+    trace["total_ms"] = _ms(start)
+    if on_token:
+        on_token(text)
+    return Outcome(text, note_ids, trace)
 
 
 def _report(on_stage: Callable[[str, dict], None] | None, name: str, **data: Any) -> None:
@@ -314,7 +341,7 @@ def _pipeline_tokens(stages: dict) -> int:
     """Every model token of the query: router, answer rounds (prompt + completion), validator."""
     total = 0
     for name, stage in stages.items():
-        if name.startswith("answer") or name == "gift":
+        if name.startswith("answer") or name in ("gift", "suggest"):
             total += stage["prompt_tokens"] + stage["completion_tokens"]
         elif name == "route" or name.startswith("validate"):
             total += int(stage.get("tokens", 0))

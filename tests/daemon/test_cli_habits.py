@@ -181,6 +181,17 @@ def test_why_text_marks_the_escalation_and_an_abstention() -> None:
     assert "total     1234.5 ms" in lines
 
 
+def test_why_text_says_a_suggestion_is_the_models_own() -> None:
+    trace = {"id": "q3", "created_at": "2024-05-01T10:00:00", "question": "Plan me a nice evening.",
+             "answer": "Book a pottery evening.",
+             "data": {"route_tag": "profile-injection", "route_layer": "classifier", "tier": 1, "verdict": "suggested",
+                      "escalated": True, "stages": {"route": {"ms": 1.0, "tokens": 0},
+                                                    "suggest": {"ms": 900.0, "prompt_tokens": 400, "completion_tokens": 12}}}}
+    lines = display.why_text(trace).splitlines()
+    assert any(x.startswith("verdict") and x.endswith("a suggestion in the model's words from your lines: no answer "
+                                                      "passed the validator") for x in lines)
+
+
 def test_why_text_says_an_answer_was_cancelled() -> None:
     trace = {"id": "q2", "created_at": "2024-05-01T10:00:00", "question": "q?", "answer": "The",
              "data": {"route_tag": "targeted-extraction", "route_layer": "classifier", "tier": 2, "cancelled": True,

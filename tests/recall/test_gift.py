@@ -6,7 +6,9 @@ import json
 
 from edgemem.engine import Engine
 from edgemem.recall import pipeline, tiers
-from edgemem.recall.answer import Drafted, gift_for, gift_suggestion, is_person, suggested_for, suggestion_for
+from edgemem.recall.answer import (
+    Drafted, free_suggestion, gift_for, gift_suggestion, is_person, suggested_for, suggestion_for, suggestion_lines,
+)
 from edgemem.recall.evidence import Evidence
 from edgemem.runtime.fake import ScriptedLLM
 from recall_fakes import FixedRouter
@@ -35,17 +37,18 @@ FINN = [
 def test_a_gift_is_what_the_lines_naming_them_say_they_like() -> None:
     llm = ScriptedLLM([json.dumps({"likes": ["crusaders fan", "1st XV", "video games"]})])
     spent = Drafted(text="")
-    text, cited = gift_suggestion(llm, "finn", FINN, spent=spent)
+    found = gift_suggestion(llm, "finn", FINN, spent=spent)
     # "video games" is in no line: the model's own idea, left out; the lines holding the rest are cited
-    assert text == "Something to do with what Finn likes, from your notes: crusaders fan or 1st XV."
-    assert cited == [1]
+    assert found.text() == "Something to do with what Finn likes, from your notes: crusaders fan or 1st XV."
+    assert found.basis() == " (your notes on Finn: crusaders fan; 1st XV)"
+    assert found.cited == [1]
     assert spent.prompt_tokens > 0 and "finn" in llm.calls[0].messages[-1]["content"]
     # nothing the lines say: no suggestion (the usual path answers)
     assert gift_suggestion(ScriptedLLM([json.dumps({"likes": ["golf"]})]), "finn", FINN, spent=Drafted(text="")) is None
 
 
 def test_a_gift_question_reads_the_lines_that_name_the_person(settings, embedder) -> None:
-    llm = ScriptedLLM([json.dumps({"likes": ["rugby", "the Crusaders"]})])
+    llm = ScriptedLLM([json.dumps({"likes": ["rugby", "the Crusaders"]}), "**A Crusaders jersey.** He plays rugby.\nEnjoy!"])
     eng = Engine.open(settings, llm=llm, embedder=embedder, steps=[])
     try:
         for when, text in [("2025-08-02T20:00:00", "finn made the 1st XV at rugby, he's a massive fan of the Crusaders"),
@@ -57,9 +60,13 @@ def test_a_gift_question_reads_the_lines_that_name_the_person(settings, embedder
                            router=FixedRouter("profile-injection"))
     finally:
         eng.close()
-    assert out.text == "Something to do with what Finn likes, from your notes: rugby or the Crusaders."
+    # the model's own suggestion (markup and a third sentence dropped) leads; what it rests on follows
+    assert out.text == "A Crusaders jersey. He plays rugby. (your notes on Finn: rugby; the Crusaders)"
     assert len(out.note_ids) == 2 and out.trace["verdict"] == "computed"
-    assert len(llm.calls) == 1  # the one constrained call, no answer or judge after it
+    assert len(llm.calls) == 2  # the constrained call and the suggestion, no answer or judge after them
+    shown = llm.calls[1].messages[-1]["content"]  # the suggestion read the lines naming Finn and the user's own
+    assert "finn made the 1st XV" in shown and "dentist on friday" in shown
+    assert shown.rstrip().endswith("Request: what should i get finn for his next bday?")
 
 
 def test_a_suggestion_for_someone_that_is_no_gift_names_them() -> None:
@@ -95,10 +102,10 @@ def test_a_suggestion_suits_what_the_lines_say_they_like_and_need() -> None:
     label, lines = suggested_for(asked, [("mama", MAMA)])
     assert label == "mama" and [e.note_id for e in lines] == [1, 2, 3]
     llm = ScriptedLLM([json.dumps({"facts": ["must cut the sugar", "her garden", "loves sushi"]})])
-    text, cited = gift_suggestion(llm, label, lines, spent=Drafted(text=""), question=asked)
+    found = gift_suggestion(llm, label, lines, spent=Drafted(text=""), question=asked)
     # "loves sushi" is in no line: left out; the question is shown to the model with the lines
-    assert text == "Something that suits Mama — your notes say: must cut the sugar; her garden."
-    assert cited == [1, 2] and asked in llm.calls[0].messages[-1]["content"]
+    assert found.text() == "Something that suits Mama — your notes say: must cut the sugar; her garden."
+    assert found.cited == [1, 2] and asked in llm.calls[0].messages[-1]["content"]
 
 
 def test_a_name_the_question_capitalises_is_someone_however_the_notes_write_it() -> None:
@@ -106,3 +113,27 @@ def test_a_name_the_question_capitalises_is_someone_however_the_notes_write_it()
              Evidence(2, "dev met ellie n callum properly, did a roast", "2026-02-16T20:00:00")]
     assert not is_person("dev", lines)
     assert is_person("dev", lines, "What should I cook for Sunday dinner when Dev and the kids come round?")
+
+
+def test_a_free_suggestion_reads_the_users_best_lines_and_the_persons() -> None:
+    own = [Evidence(10 + i, f"line {i} about dinner", f"2025-0{i + 1}-01T20:00:00", speaker="Kai", score=i / 10)
+           for i in range(9)]
+    own += [Evidence(30, "Noted: dinner on Friday.", "2025-09-30T20:00:00", speaker="Assistant", score=0.99),
+            Evidence(-5, "(computed) number of dinners: 2", "", kind="summary", score=0.98)]
+    lines = suggestion_lines(own, [("mama", MAMA), ("ana", [own[8]])])
+    # the eight best of the user's own lines (no assistant echo, no computed fact), then the person's, oldest first
+    assert [e.note_id for e in lines] == [11, 12, 13, 14, 15, 1, 16, 2, 17, 3, 18]  # 18 once, though Ana's too
+
+
+def test_a_free_suggestion_is_none_when_the_model_finds_nothing() -> None:
+    spent = Drafted(text="")
+    llm = ScriptedLLM(["Chicken stew with less sugar, then an afternoon in her garden. She will love it. Truly."])
+    text, cited = free_suggestion(llm, "What should I cook when mama's staying?", MAMA, spent=spent)
+    assert text == "Chicken stew with less sugar, then an afternoon in her garden. She will love it."
+    assert cited == [2] and spent.completion_tokens > 0  # the line it shares most with (evidence.supporting)
+    assert "(2 June 2025, Nomvula) Mama's sugar was 9.2" in llm.calls[0].messages[-1]["content"]
+    assert free_suggestion(ScriptedLLM(["ESCALATE_REQUIRED"]), "What should I cook?", MAMA, spent=Drafted(text="")) is None
+    assert free_suggestion(ScriptedLLM(["I could not find anything."]), "What should I cook?", MAMA,
+                           spent=Drafted(text="")) is None
+    assert free_suggestion(None, "What should I cook?", MAMA, spent=Drafted(text="")) is None
+    assert free_suggestion(ScriptedLLM(["Soup."]), "What should I cook?", [], spent=Drafted(text="")) is None

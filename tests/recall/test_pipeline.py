@@ -84,6 +84,21 @@ def test_profile_injection_without_profile_escalates_without_a_model_call(engine
     assert out.trace["used"] and set(out.trace["used"]) <= set(out.trace["retrieved"])
 
 
+def test_a_suggestion_no_answer_passed_is_the_models_own_from_the_users_lines(engine) -> None:
+    eng, llm = engine
+    llm.enqueue("ESCALATE_REQUIRED", "Book a pottery evening: you signed up for the class.")
+    streamed: list[str] = []
+    out = run(eng, llm, "Plan me a nice evening.", "profile-injection", on_token=streamed.append)
+    # both attempts failed the validator; a suggestion is never "not found" while there are lines
+    assert out.text == "Book a pottery evening: you signed up for the class." and "".join(streamed).endswith(out.text)
+    assert out.trace["verdict"] == "suggested" and out.trace["stages"]["suggest"]["completion_tokens"] > 0
+    assert [eng.note(i)["content"][:20] for i in out.note_ids] == ["I finally signed up "]
+    assert "Request: Plan me a nice evening." in llm.calls[-1].messages[-1]["content"] and len(llm.calls) == 2
+    # another route keeps its calibrated abstention
+    llm.enqueue("ESCALATE_REQUIRED", "ESCALATE_REQUIRED")
+    assert run(eng, llm, "What is my locker colour?", "targeted-extraction").text == ABSTAIN
+
+
 def test_temporal_tool_round_is_executed_in_code(engine) -> None:
     eng, llm = engine
     llm.enqueue("Event A: 2023-05-07. Event B: 2023-05-25.\nTOOL: days_between | 2023-05-07 | 2023-05-25", "18 days")
