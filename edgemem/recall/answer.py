@@ -17,10 +17,10 @@ from edgemem import prompts
 from edgemem.text import MONTH_NAMES, STOPWORDS, day_label
 from edgemem.recall import preprocess, tools
 from edgemem.errors import ContextTooLong, SchemaError
-from edgemem.recall.evidence import ASSISTANT_SPEAKERS, NOW_TERMS, Evidence, supporting, terms
+from edgemem.recall.evidence import ASSISTANT_SPEAKERS, NOW_TERMS, Evidence, answer_terms, supporting, terms
 from edgemem.recall.limits import limits
 from edgemem.recall.rules import (
-    DAY_WORD, DAYS, MONTHS_IN_FULL, SENTENCES, WH_QUESTION, RuleVerdict, applies, current_rules, is_proposal,
+    CONSTRAINT, DAY_WORD, DAYS, MONTHS_IN_FULL, SENTENCES, WH_QUESTION, RuleVerdict, applies, current_rules, is_proposal,
     norm, proposes, quoted, rule_verdict,
 )
 
@@ -171,6 +171,10 @@ def answer(llm: Any, tag: str, question: str, context: str, evidence: Sequence[E
         if call is None or out.rounds >= tools.MAX_TOOL_ROUNDS:
             stream.flush()
             out.text = without_verdict(question, _strip_tool_lines(result.text).strip())
+            if proposal and tag == CONSTRAINT:
+                ruled = with_rule(question, out.text, evidence, context)
+                if ruled is not None:  # the model's verdict, the rule it rests on chosen in code
+                    out.text, out.rule = ruled.text, ruled
             weekday = weekday_of(question, out.text, evidence, context)
             if weekday:  # "What day of the week is Mum's 80th?" answered "2 June 2026": its weekday, in code
                 out.text += weekday
@@ -315,6 +319,30 @@ def _ask(llm: Any, messages: list[dict[str, str]], schema: dict, spent: Drafted,
 
 
 _VERDICT_OPENING = re.compile(r"^\s*(?:yes|no)\s*[—–-]+\s*", re.IGNORECASE)
+
+
+# "No — this is not ok." to "The GP wants to put me on amoxicillin. Is that ok?": the verdict without
+# the rule it rests on (tune personas: 2 of 74 constraint answers, both judged wrong for it; the
+# check's count showed 2 of 12). The answer quotes the rule the context shows that the question's
+# words and retrieval rank closest; a verdict the model gave a reason of its own (any term the
+# question does not hold: "Sundays are off limits for work") keeps it.
+_NO_REASON = terms("ok okay fine alright good idea allowed possible cannot can")
+
+
+def with_rule(question: str, text: str, evidence: Sequence[Evidence], context: str) -> RuleVerdict | None:
+    """A bare "No" (see above) with the rule it rests on: "No — <the closest rule shown in the
+    context>", citing it; None for any other answer (it stands as the model wrote it)."""
+    m = re.match(r"^\s*no\b[\s.,!—–-]*", text, re.IGNORECASE)
+    if m is None or answer_terms(text[m.end():]) - terms(question) - _NO_REASON:
+        return None
+    flat = norm(context)
+    asked = terms(question)
+    found = [(item, quoted(item, sentence)) for item, sentence, _ in current_rules(evidence)
+             if norm(quoted(item, sentence)) in flat]
+    if not found:
+        return None
+    item, rule = max(found, key=lambda f: (len(asked & terms(f[1])), f[0].score))
+    return RuleVerdict(f"No — {rule}", [item], "no")
 
 
 def without_verdict(question: str, text: str) -> str:

@@ -774,3 +774,31 @@ def test_a_date_the_notes_resolved_from_a_relative_phrase_is_answered_as_it_was_
     assert as_told("What did Caroline do on 8 July 2022?", "a support group on 8 July 2022", said) == ""  # no when
     assert as_told("When did they meet?", "8 July 2022 or 27 June 2022", said) == ""  # two dates: which one?
     assert as_told("When did Caroline go?", "8 July 2022 (the Friday before 10 July 2022)", said) == ""  # already
+
+
+def test_a_bare_no_to_a_proposal_quotes_the_closest_rule_shown() -> None:
+    from edgemem.recall import answer as answer_agent
+
+    ev, context = _said(
+        (1, "2025-03-02T20:15:00", "Shona", "the GP surgery moved to Elm Road."),
+        (2, "2025-04-03T10:00:00", "Shona", "never book me anything on a friday."),
+        (3, "2025-05-04T10:00:00", "Shona", "im allergic to penicillin, came out in hives as a kid."),
+    )
+    ev[1].score, ev[2].score = 0.3, 0.6  # retrieval ranked the allergy higher
+    asked = "The GP wants to put me on amoxicillin for a chest infection. Is that ok?"
+    assert rule_verdict(asked, ev, context) is None  # no word shared with a rule: the model answers
+    drafted = answer_agent.answer(ScriptedLLM(default="No — this is not ok."), "constraint-validation", asked, context, ev)
+    # the verdict without its reason gets the rule the context shows; the question's words and rank pick it
+    assert drafted.text == "No — im allergic to penicillin, came out in hives as a kid."
+    # it cites the rule, and the validator takes the rule as the verdict's (no "about something else")
+    assert [e.note_id for e in drafted.rule.rules] == [3] and drafted.rule.decision == "no"
+    assert validate(asked, drafted.text, context, None, ruled=True).grounded
+    assert answer_agent.with_rule(asked, "No.", ev, context).text == drafted.text
+    # a reason of the model's own, a yes, an answer with no verdict, or a rule not shown: as written
+    for text in ("No — amoxicillin is a penicillin and you're allergic.", "Yes — that is fine.", "Take it with food.",
+                 "Nobody said so."):
+        assert answer_agent.with_rule(asked, text, ev, context) is None
+    assert answer_agent.with_rule(asked, "No, not ok.", ev, "(3 March 2025, Shona) the GP surgery moved") is None
+    # on another route, or to no proposal, the model's words stand
+    other = answer_agent.answer(ScriptedLLM(default="No — this is not ok."), "targeted-extraction", asked, context, ev)
+    assert other.text == "No — this is not ok."
