@@ -371,6 +371,36 @@ def weekday_of(question: str, text: str, evidence: Sequence[Evidence], context: 
     return f" (a {days.pop().strftime('%A')})"
 
 
+# "What day of the week was Callum's interview at Trafford College?" with the note "interview at
+# Trafford on Wednesday [4 February 2026]" packed, and the model answering that it could not find it
+# (3 of the 15 tune weekday questions): the day is the note's, the weekday is arithmetic. When no
+# answer passed, the event's stored day (tools.ground) gives it: of the 15, the 12 whose event has one
+# exact day all got the weekday right; Oskar's "go back aboard at the end of the off-period" got
+# another line's day (a wrong answer where there was none). Only a day the line states exactly, from
+# a line holding two of the event's words (one, if it has one).
+_WEEKDAY_ASKED = re.compile(r"^\W*(?:(?:on|so)\s+)?(?:what|which)\s+(?:day\s+of\s+the\s+week|weekday)\s+"
+                            r"(?:is|was|does|did|do|are|were|will)?\s*", re.IGNORECASE)
+_WEEKDAY_TAIL = re.compile(r"\s+(?:fall\s+)?on\W*$|\W+$", re.IGNORECASE)
+
+
+def weekday_told(question: str, evidence: Sequence[Evidence]) -> tuple[str, list[int]] | None:
+    """"A Wednesday (4 February 2026)" for "what day of the week was <event>?", from the day stored
+    on the line that tells of the event (see above), citing it; None when the question asks no
+    weekday or no line states the event's day exactly."""
+    m = _WEEKDAY_ASKED.match(question)
+    if m is None:
+        return None
+    event = _WEEKDAY_TAIL.sub("", question[m.end():])
+    found = tools.ground(event, evidence)
+    if found is None or not found.exact or found.start != found.end or found.note_id is None:
+        return None
+    line = next((e for e in evidence if e.note_id == found.note_id), None)
+    wanted = terms(event) - NOW_TERMS
+    if line is None or len(wanted & terms(line.text)) < min(2, len(wanted)):
+        return None
+    return f"A {found.start.strftime('%A')} ({found.label})", [found.note_id]
+
+
 # --- a date as it was told ------------------------------------------------------------------------
 # An answer to "When did ...?" gives the day the write path resolved ("8 July 2022"); the note says
 # "last Friday", said on 10 July 2022. The resolution is the resolver's reading, the phrase and the

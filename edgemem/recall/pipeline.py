@@ -148,6 +148,7 @@ def run(
     digest = route.tag in DIGESTS  # the question asks for a summary or a suggestion, whatever the retry's tag
     computed: tuple[str, list[int]] | None = None  # an answer Tier 3 computed from the notes
     suggest_for: list[tuple[str, list]] = []  # whom a suggestion is for, and the lines naming them
+    first_items: list = []
     for attempt in (0, 1):
         t = time.perf_counter()
         if evidence is None:
@@ -197,6 +198,8 @@ def run(
             notes_budget = packer.PROFILE_NOTES_BUDGET
         stages[f"retrieve{attempt}"] = {"ms": _ms(t), "tier": gathered.tier, **gathered.info}
         computed = computed or gathered.computed
+        if attempt == 0:
+            first_items = gathered.items  # what a day asked of the week is read from, if nothing passes
         t = time.perf_counter()
         packed = packer.pack(question, tag, gathered.items, count, ceiling=ceiling, tier2_budget=notes_budget)
         stages[f"pack{attempt}"] = {"ms": _ms(t), "tokens": packed.total_tokens, "by_slot": packed.tokens_by_slot}
@@ -289,6 +292,8 @@ def run(
     trace["pipeline_tokens"] = _pipeline_tokens(stages)
     trace["total_ms"] = _ms(start)
     reset()
+    if computed is None and evidence is None:
+        computed = answer_agent.weekday_told(question, first_items)  # "What day of the week was ...?"
     if computed is not None and not trace.get("owner_refused"):
         # Both attempts failed, but Tier 3 read the answer off the notes ("how has my weight
         # changed?": each reading with its date): that, citing the notes it comes from, not "not found".

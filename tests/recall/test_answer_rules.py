@@ -802,3 +802,22 @@ def test_a_bare_no_to_a_proposal_quotes_the_closest_rule_shown() -> None:
     # on another route, or to no proposal, the model's words stand
     other = answer_agent.answer(ScriptedLLM(default="No — this is not ok."), "targeted-extraction", asked, context, ev)
     assert other.text == "No — this is not ok."
+
+
+def test_a_weekday_nothing_answered_is_read_off_the_events_stored_day() -> None:
+    from edgemem.recall import answer as answer_agent
+
+    interview = Evidence(1, "Callum's interview at Trafford College is on wednesday [4 February 2026]", "2026-01-30T19:00:00",
+                         speaker="Shona", dates=[{"phrase": "wednesday", "start": "2026-02-04", "end": "2026-02-04",
+                                                  "granularity": "day", "approximate": False, "label": "4 February 2026"}])
+    trip = Evidence(2, "the Lakes trip is sometime in July [July 2026]", "2026-01-30T19:05:00", speaker="Shona",
+                    dates=[{"phrase": "July", "start": "2026-07-01", "end": "2026-07-31", "granularity": "month",
+                            "approximate": False, "label": "July 2026"}])
+    ev = [interview, trip]
+    asked = "What day of the week was Callum's interview at Trafford College?"
+    assert answer_agent.weekday_told(asked, ev) == ("A Wednesday (4 February 2026)", [1])
+    assert answer_agent.weekday_told("what weekday is Callum's interview on?", ev) == ("A Wednesday (4 February 2026)", [1])
+    # a month is no day; an event one shared word places (Callum's, not his graduation); no weekday asked
+    assert answer_agent.weekday_told("What day of the week is the Lakes trip?", ev) is None
+    assert answer_agent.weekday_told("What day of the week is Callum's graduation ceremony?", ev) is None
+    assert answer_agent.weekday_told("When was Callum's interview at Trafford College?", ev) is None

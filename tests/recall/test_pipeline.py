@@ -99,6 +99,15 @@ def test_a_suggestion_no_answer_passed_is_the_models_own_from_the_users_lines(en
     assert run(eng, llm, "What is my locker colour?", "targeted-extraction").text == ABSTAIN
 
 
+def test_a_weekday_no_answer_gave_is_the_events_stored_day(engine) -> None:
+    eng, llm = engine
+    llm.enqueue("ESCALATE_REQUIRED", "ESCALATE_REQUIRED")
+    # two things named (the group, the centre): Tier 3 dates no single event; the model finds no day
+    out = run(eng, llm, "What day of the week was Caroline's support group at the LGBTQ centre?", "temporal-reasoning")
+    assert out.text == "A Sunday (7 May 2023)" and out.trace["verdict"] == "computed" and len(llm.calls) == 2
+    assert [eng.note(i)["content"][:20] for i in out.note_ids] == ["I went to the LGBTQ "]
+
+
 def test_temporal_tool_round_is_executed_in_code(engine) -> None:
     eng, llm = engine
     llm.enqueue("Event A: 2023-05-07. Event B: 2023-05-25.\nTOOL: days_between | 2023-05-07 | 2023-05-25", "18 days")
