@@ -373,8 +373,8 @@ def weekday_of(question: str, text: str, evidence: Sequence[Evidence], context: 
 
 # "What day of the week was Callum's interview at Trafford College?" with the note "interview at
 # Trafford on Wednesday [4 February 2026]" packed, and the model answering that it could not find it
-# (3 of the 15 tune weekday questions): the day is the note's, the weekday is arithmetic. When no
-# answer passed, the event's stored day (tools.ground) gives it: of the 15, the 12 whose event has one
+# (3 of the 14 tune weekday questions): the day is the note's, the weekday is arithmetic. When no
+# answer passed, the event's stored day (tools.ground) gives it: of the 14, the 12 whose event has one
 # exact day all got the weekday right; Oskar's "go back aboard at the end of the off-period" got
 # another line's day (a wrong answer where there was none). Only a day the line states exactly, from
 # a line holding two of the event's words (one, if it has one).
@@ -857,8 +857,10 @@ SUGGEST_PERSON_LINES = 6  # of each person the suggestion is for (at most two)
 SUGGEST_TOKENS = 90
 SUGGEST_SENTENCES = 2
 _MARKUP = re.compile(r"[*_#`]+")
-_HARD_FAILURE = re.compile(r"escalate[_ ]?required|could not find|not (?:mentioned|found)|no information|"
-                           r"(?:i (?:do not|don'?t) know)", re.IGNORECASE)
+# The model saying it has nothing to suggest (the validator's wider "not found" list also rejects a
+# suggestion asked as a question, "How about a walk by the Rambla?").
+_NOTHING_TO_SUGGEST = re.compile(r"escalate[_ ]?required|could not find|not (?:mentioned|found)|no information|"
+                                 r"(?:i (?:do not|don'?t) know)", re.IGNORECASE)
 
 
 def suggestion_lines(own: Sequence[Evidence], people: Sequence[tuple[str, Sequence[Evidence]]] = ()) -> list[Evidence]:
@@ -891,7 +893,7 @@ def free_suggestion(llm: Any, question: str, lines: Sequence[Evidence], *, spent
     spent.generate_ms += result.generate_ms
     text = " ".join(_MARKUP.sub("", result.text).split())
     text = " ".join(SENTENCES.split(text)[:SUGGEST_SENTENCES]).strip()
-    if len(text) < 2 or _HARD_FAILURE.search(text):
+    if len(text) < 2 or _NOTHING_TO_SUGGEST.search(text):
         return None
     cited, _ = supporting(question, text, lines)
     return text, [e.note_id for e in cited]
