@@ -392,8 +392,8 @@ def weekday_told(question: str, evidence: Sequence[Evidence]) -> tuple[str, list
         return None
     event = _WEEKDAY_TAIL.sub("", question[m.end():])
     found = tools.ground(event, evidence)
-    if found is None or not found.exact or found.start != found.end or found.note_id is None:
-        return None
+    if found is None or not found.exact or found.start != found.end or not (found.note_id or 0) > 0:
+        return None  # a note's day (a profile fact or computed line cites no note of its own)
     line = next((e for e in evidence if e.note_id == found.note_id), None)
     wanted = terms(event) - NOW_TERMS
     if line is None or len(wanted & terms(line.text)) < min(2, len(wanted)):

@@ -821,3 +821,7 @@ def test_a_weekday_nothing_answered_is_read_off_the_events_stored_day() -> None:
     assert answer_agent.weekday_told("What day of the week is the Lakes trip?", ev) is None
     assert answer_agent.weekday_told("What day of the week is Callum's graduation ceremony?", ev) is None
     assert answer_agent.weekday_told("When was Callum's interview at Trafford College?", ev) is None
+    # a profile fact's day cites no note of its own: not answered from
+    fact = Evidence(-1000001, "shona — Callum's college interview at Trafford: 4 February 2026", "2026-01-30T19:00:00",
+                    kind="profile", dates=interview.dates)
+    assert answer_agent.weekday_told(asked, [fact]) is None
