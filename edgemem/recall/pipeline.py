@@ -149,6 +149,7 @@ def run(
     computed: tuple[str, list[int]] | None = None  # an answer Tier 3 computed from the notes
     suggest_for: list[tuple[str, list]] = []  # whom a suggestion is for, and the lines naming them
     first_items: list = []
+    own_lines: list | None = None  # the question's targeted retrieval, once made (a suggestion reads it)
     for attempt in (0, 1):
         t = time.perf_counter()
         if evidence is None:
@@ -193,13 +194,15 @@ def run(
             # A tailored suggestion needs the notes about what is asked beside the stated likes; one
             # for someone else leans on their facts, not the asker's.
             gathered.items = answer_agent.profile_for(question, gathered.items)
-            gathered.items += answer_agent.profile_notes(tiers.gather(conn, "targeted-extraction", question, embed,
-                                                                      reference=reference).items, question)
+            own_lines = tiers.gather(conn, "targeted-extraction", question, embed, reference=reference).items
+            gathered.items += answer_agent.profile_notes(own_lines, question)
             notes_budget = packer.PROFILE_NOTES_BUDGET
         stages[f"retrieve{attempt}"] = {"ms": _ms(t), "tier": gathered.tier, **gathered.info}
         computed = computed or gathered.computed
         if attempt == 0:
             first_items = gathered.items  # what a day asked of the week is read from, if nothing passes
+        if tag == "targeted-extraction" and evidence is None and own_lines is None:
+            own_lines = gathered.items  # a suggestion's escalation: the user's lines a suggestion reads
         t = time.perf_counter()
         packed = packer.pack(question, tag, gathered.items, count, ceiling=ceiling, tier2_budget=notes_budget)
         stages[f"pack{attempt}"] = {"ms": _ms(t), "tokens": packed.total_tokens, "by_slot": packed.tokens_by_slot}
@@ -307,8 +310,10 @@ def run(
         # own suggestion from the user's lines was right on 5 of them: answer.free_suggestion).
         t = time.perf_counter()
         spent = answer_agent.Drafted(text="")
-        own = tiers.gather(conn, "targeted-extraction", question, embed, reference=reference).items
-        free = answer_agent.free_suggestion(llm, question, answer_agent.suggestion_lines(own, suggest_for), spent=spent)
+        if own_lines is None:
+            own_lines = tiers.gather(conn, "targeted-extraction", question, embed, reference=reference).items
+        free = answer_agent.free_suggestion(llm, question, answer_agent.suggestion_lines(own_lines, suggest_for),
+                                            spent=spent)
         stages["suggest"] = {"ms": _ms(t), "prompt_tokens": spent.prompt_tokens, "completion_tokens": spent.completion_tokens}
         if free is not None:
             text, cited = free
