@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+from nltk.stem import PorterStemmer
+
 from edgemem import prompts
 from edgemem.text import MONTH_NAMES, STOPWORDS, day_label
 from edgemem.recall import preprocess, tools
@@ -898,3 +900,60 @@ def free_suggestion(llm: Any, question: str, lines: Sequence[Evidence], *, spent
     cited, _ = supporting(question, text, lines)
     return text, [e.note_id for e in cited]
 
+
+
+# --- the fact, not the question again ---------------------------------------------------------------
+# Asked "What activity did Maria take up with her friends from church in August 2023?", the 1.5B model
+# answers "Maria took up community work with her friends from church in August 2023." although its
+# prompt says not to repeat the question. The words the answer shares with the question, at its
+# start and in a closing phrase ("with her friends from church in August 2023"), say nothing the
+# asker did not: what is left between them is the fact ("took up community work"). Fitted on the
+# LoCoMo tune conversations' targeted answers (79 in two runs): Mem0 F1 38.6 -> 43.9; on 292 tune
+# persona answers over four routes no key verdict changed.
+_ECHO_GLUE = frozenset(
+    "a an the to of with for in on at by from and or is was were are be been did does do has have had "
+    "her his their its he she they it that this which who what when where how about as into".split())
+_CLOSING = frozenset("in on at during while from with for to of about after before since by into".split())
+_NEGATION = frozenset({"not", "no", "never", "nor", "none", "nothing", "without"})
+_ASKER = {"i": ("you",), "my": ("your",), "me": ("you",), "mine": ("yours",), "myself": ("yourself",)}
+_ANSWER_WORD = re.compile(r"[^\W_][\w'\-]*")
+_stem = PorterStemmer().stem
+
+
+def _echo_key(word: str) -> str:
+    word = word.lower().replace("\u2019", "'").removesuffix("'s")
+    return _stem(word)
+
+
+def fact_only(question: str, text: str) -> str:
+    """``text`` without the words it repeats from ``question`` at its start and in a closing phrase.
+
+    Only a one-line answer of four words or more to a wh-question is cut: a yes/no answer, a why
+    answer (its reason restates), anything quoted, bracketed or listed on lines is kept whole, and
+    a negation is never cut away nor left to open it. Nothing is left? The answer is kept."""
+    if ("\n" in text or any(mark in text for mark in "\"“”([") or _YES_NO.match(question)
+            or question.lstrip().lower().startswith("why")):
+        return text
+    asked = {_echo_key(w) for w in _ANSWER_WORD.findall(question)}
+    asked |= {_echo_key(you) for w in _ANSWER_WORD.findall(question) for you in _ASKER.get(w.lower(), ())}
+    words = list(_ANSWER_WORD.finditer(text))
+    if len(words) < 4:
+        return text
+
+    def echo(m: re.Match[str]) -> bool:
+        word = m.group().lower()
+        return word not in _NEGATION and (word in _ECHO_GLUE or _echo_key(word) in asked)
+
+    first = 0
+    while first < len(words) and echo(words[first]):
+        first += 1
+    tail = len(words)
+    while tail > first and echo(words[tail - 1]):
+        tail -= 1
+    # The closing phrase goes from its first preposition: "damaged many homes in John's old area"
+    # loses "in John's old area", not "homes".
+    last = next((i for i in range(tail, len(words)) if words[i].group().lower() in _CLOSING), len(words))
+    if last <= first or (first == 0 and last == len(words)) or words[first].group().lower() in _NEGATION:
+        return text  # nothing cut, nothing left, or a negation that would open the answer ("Not eat meat")
+    kept = text[words[first].start():words[last - 1].end() if last < len(words) else len(text)].rstrip()
+    return kept[:1].upper() + kept[1:]
