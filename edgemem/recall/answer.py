@@ -407,7 +407,10 @@ def weekday_told(question: str, evidence: Sequence[Evidence]) -> tuple[str, list
 # An answer to "When did ...?" gives the day the write path resolved ("8 July 2022"); the note says
 # "last Friday", said on 10 July 2022. The resolution is the resolver's reading, the phrase and the
 # day it was said are what the user wrote: the answer shows both, "8 July 2022 (the Friday before 10
-# July 2022)", which is also how LoCoMo's gold answers write such days.
+# July 2022)", which is also how LoCoMo's gold answers write such days. A phrase that names its day
+# exactly ("yesterday", "tomorrow", "three days ago") leaves no reading to show: the date alone answers.
+# On the LoCoMo tune conversations' 90 temporal questions the 17 such answers all read the date right
+# and LoCoMo writes them as the date ("7 May 2023" for "yesterday" said on 8 May): Mem0 F1 56.3 -> 64.3.
 _WEEKDAYS = {d[:3]: d.capitalize() for d in DAYS}
 _TOLD = re.compile(
     r"^(?:(?P<back>yesterday|last\s+night)|(?P<fwd>tomorrow)"
@@ -419,15 +422,11 @@ _TOLD = re.compile(
 
 def _as_told(phrase: str, said: date) -> str | None:
     """"the Friday before 10 July 2022" for "last Friday" said then; None for a phrase that names no
-    day relative to when it was said ("recently", "in June")."""
+    day relative to when it was said ("recently", "in June") or names it exactly ("yesterday")."""
     m = _TOLD.match(" ".join(phrase.lower().split()))
-    if m is None:
+    if m is None or m.group("back") or m.group("fwd") or (m.group("units") or "").lower() == "days":
         return None
     when = day_label(said)
-    if m.group("back"):
-        return f"the {'night' if 'night' in m.group('back') else 'day'} before {when}"
-    if m.group("fwd"):
-        return f"the day after {when}"
     if m.group("units"):
         return f"{m.group('count')} {m.group('units')} before {when}"
     unit = _WEEKDAYS[m.group("day")[:3]] if m.group("day") else m.group("unit")

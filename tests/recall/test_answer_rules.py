@@ -766,7 +766,13 @@ def test_a_date_the_notes_resolved_from_a_relative_phrase_is_answered_as_it_was_
                              "approximate": False, "label": "week of 27 June 2022"}]),
             Evidence(3, "my birthday was on 2 July 2022", "2022-07-10T13:02:00", speaker="Melanie",
                      dates=[{"phrase": "2 July 2022", "start": "2022-07-02", "end": "2022-07-02", "granularity": "day",
-                             "approximate": False, "label": "2 July 2022"}])]
+                             "approximate": False, "label": "2 July 2022"}]),
+            Evidence(4, "we got the keys yesterday [9 July 2022]", "2022-07-10T13:03:00", speaker="Melanie",
+                     dates=[{"phrase": "yesterday", "start": "2022-07-09", "end": "2022-07-09", "granularity": "day",
+                             "approximate": False, "label": "9 July 2022"}]),
+            Evidence(5, "the kiln broke three days ago [7 July 2022]", "2022-07-10T13:04:00", speaker="Melanie",
+                     dates=[{"phrase": "three days ago", "start": "2022-07-07", "end": "2022-07-07",
+                             "granularity": "day", "approximate": False, "label": "7 July 2022"}])]
     assert as_told("When did Caroline go to the support group?", "8 July 2022", said) == (
         " (the Friday before 10 July 2022)")
     assert as_told("When did Melanie paint a sunset?", "27 June 2022", said) == " (the week before 10 July 2022)"
@@ -774,6 +780,9 @@ def test_a_date_the_notes_resolved_from_a_relative_phrase_is_answered_as_it_was_
     assert as_told("What did Caroline do on 8 July 2022?", "a support group on 8 July 2022", said) == ""  # no when
     assert as_told("When did they meet?", "8 July 2022 or 27 June 2022", said) == ""  # two dates: which one?
     assert as_told("When did Caroline go?", "8 July 2022 (the Friday before 10 July 2022)", said) == ""  # already
+    # A phrase naming its day exactly leaves no reading to show.
+    assert as_told("When did Melanie get the keys?", "9 July 2022", said) == ""
+    assert as_told("When did the kiln break?", "7 July 2022", said) == ""
 
 
 def test_a_bare_no_to_a_proposal_quotes_the_closest_rule_shown() -> None:
