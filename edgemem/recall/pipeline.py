@@ -272,9 +272,10 @@ def run(
                                         "cached_tokens": verdict.cached_tokens, "premise_unheld": premise}
         if verdict.grounded:
             cited, trace["cite_reason"] = answer_agent.citations(conn, question, text, used, drafted)
-            if route.tag == tag == "targeted-extraction" and drafted is not None and drafted.rule is None:
+            if route.tag == "targeted-extraction" and drafted is not None and drafted.rule is None:
                 # The validated answer, less the words it repeats from the question (what the
-                # stream showed is the model's sentence; the reply's answer is its fact).
+                # stream showed is the model's sentence; the reply's answer is its fact). Its retry
+                # too: 9 escalated LoCoMo tune answers, Mem0 F1 35.8 -> 42.3.
                 text = answer_agent.fact_only(question, text)
             trace.update(verdict=verdict.stage, escalated=attempt == 1, final_tag=tag, cited=cited)
             trace["pipeline_tokens"] = _pipeline_tokens(stages)

@@ -74,6 +74,17 @@ def test_escalation_then_calibrated_abstention(engine) -> None:
     assert len(llm.calls) == 3
 
 
+def test_a_fact_answer_is_given_without_the_questions_words_after_its_retry_too(engine) -> None:
+    eng, llm = engine
+    llm.enqueue("ESCALATE_REQUIRED", "Caroline signed up for the pottery class.", '"yes"')
+    streamed: list[str] = []
+    out = run(eng, llm, "What did Caroline sign up for?", "targeted-extraction", on_token=streamed.append)
+    assert out.trace["stages"]["validate1"]["grounded"]
+    assert out.text == "Pottery class."  # the reply's answer is the fact
+    assert "".join(streamed).endswith("Caroline signed up for the pottery class.")  # the stream, the model's sentence
+    assert out.note_ids and all("pottery" in eng.note(i)["content"] for i in out.note_ids)
+
+
 def test_profile_injection_without_profile_escalates_without_a_model_call(engine) -> None:
     eng, llm = engine
     llm.enqueue("You adopted a cat named Oscar.")
