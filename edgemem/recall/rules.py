@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from edgemem.recall.evidence import (
-    ASSISTANT_SPEAKERS, TIME_FRAME_TERMS, Evidence, parse_iso_day, profile_value, same_teller, terms,
+    ANNOTATION, ASSISTANT_SPEAKERS, TIME_FRAME_TERMS, Evidence, parse_iso_day, profile_value, same_teller, terms,
 )
 from edgemem.recall.limits import CURRENCY_NAMES, Amount, Limit, amounts, asked_amount, limits, unitless_limits
 from edgemem.text import day_label
@@ -46,7 +46,8 @@ _PROHIBIT = re.compile(
 # "always" after a form of "be" describes the speaker ("I'm always the odd one out"), not a rule.
 # Not "only" before a number: "only 2 nights a month after that" says how many, not what is allowed
 # (a number that is a limit, "no more than 2 coffees", is read by limits()).
-_ONLY = re.compile(r"\b(?:only(?!\s+(?:\d|one\b|two\b|three\b|four\b|five\b|a\s+few\b|a\s+couple\b))|exclusively|(?<!['’]m\s)(?<!\bam\s)(?<!\bis\s)(?<!\bare\s)(?<!\bwas\s)(?<!\bwere\s)"
+_ONLY = re.compile(r"\b(?:only(?!\s+(?:\d|one\b|two\b|three\b|four\b|five\b|a\s+few\b|a\s+couple\b|"
+                   r"(?:now|just|recently|then|yesterday|today|lately|a|an)\b))|exclusively|(?<!['’]m\s)(?<!\bam\s)(?<!\bis\s)(?<!\bare\s)(?<!\bwas\s)(?<!\bwere\s)"
                    r"(?<!['’]s\s)(?<!['’]re\s)always|must|have\s+to|has\s+to|need\s+to)\b", re.IGNORECASE)
 # A proposal asks whether to do something: a modal opening ("Can we meet on Friday?") or an
 # acceptability phrase ("Is a 9am stand-up OK for me?", "Is it fine to ...", "a good idea?"). A plain
@@ -1222,7 +1223,9 @@ def _already_bought(question: str, evidence: Sequence[Evidence], found: tuple[Ev
 
 
 def _timed(rule: str) -> bool:
-    """The rule names days, months or clock times."""
+    """The rule names days, months or clock times, in its own words: a date the write path resolved
+    ("three weeks ago [week of 20 October 2025]") says when something happened, not when a rule holds."""
+    rule = ANNOTATION.sub(" ", rule)
     plain, bounds = _rule_clock(rule)
     return bool(_days(rule) or _months(rule) or plain or bounds)
 

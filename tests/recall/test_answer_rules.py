@@ -87,6 +87,17 @@ def test_rule_verdicts_by_polarity_and_overlap() -> None:
     assert rule_verdict("What are my rules about meetings?", RULES) is None  # not a proposal
 
 
+def test_a_told_event_is_no_rule_and_its_resolved_date_no_rules_day() -> None:
+    # "only now" and "only a week" are no limiting rules, and "[week of 20 October 2025]" is when
+    # something happened: the allergy decides, not the story with a date in it.
+    told = [Evidence(1, "We came back from Taipei with Noriko three weeks ago [week of 20 October 2025] and I have "
+                        "only now found time to write. Annoying, but only a week.", "2025-11-10T09:00:00", speaker="Aiko"),
+            Evidence(2, "I have a severe buckwheat allergy, so no soba for me.", "2025-05-11T09:00:00", speaker="Aiko")]
+    v = rule_verdict("Noriko is back in August and wants to take me to a juwari soba place, is that ok?", told)
+    assert v.text == "No — I have a severe buckwheat allergy, so no soba for me."
+    assert rule_verdict("Can Noriko and I go to the cinema on Saturday?", told[:1]) is None
+
+
 def test_of_two_rules_that_cover_a_proposal_the_one_about_it_in_the_users_words_is_quoted() -> None:
     said = [
         Evidence(6, "Understood — amlodipine 5 mg each morning, and a penicillin allergy.", "2026-01-12T19:15:00",
