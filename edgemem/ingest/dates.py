@@ -1242,11 +1242,23 @@ def _habitual(m: re.Match, ctx: _Context) -> bool:
     return _HABITUAL.search(ctx.text, start, stop.start() if stop else len(ctx.text)) is not None
 
 
+def _holiday_reading(m: re.Match, ctx: _Context) -> Optional[str]:
+    """:func:`_reading` for a holiday, except that "for Valentine's" after a past verb that arranges
+    nothing ("took Mei to Burleigh for Valentine's", said eight days after it) may be the one just
+    gone as well as the next: the nearest occurrence (a gift "bought for Christmas" in November is
+    this Christmas, "went home for Christmas" in January the last)."""
+    reading = _reading(m, ctx)
+    if (reading == "future" and _target(m, ctx) and not _arranged(m, ctx)
+            and _tense(ctx, m.start(), m.end()) == "past"):
+        return None
+    return reading
+
+
 def _holiday(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     if _preceded_by_the(m, ctx) or _habitual(m, ctx):
         return None  # "the Christmas magic", "the Christmas before last": no day of its own
     month, day_number = holiday_day(m.group("h"))
-    chosen = _choose(_yearly(month, day_number, ctx), ctx, _reading(m, ctx))
+    chosen = _choose(_yearly(month, day_number, ctx), ctx, _holiday_reading(m, ctx))
     if chosen is None:
         return None
     return _make(m, *chosen, "day")
@@ -1259,7 +1271,7 @@ def _movable(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     if (_preceded_by_the(m, ctx) and not named) or _habitual(m, ctx):
         return None  # "the Easter holidays", "Easter is always at Gran's"; not "the spring bank holiday"
     spans = [movable_feast(m.group("f"), year) for year in _years_around(ctx)]
-    chosen = _choose(spans, ctx, _reading(m, ctx))
+    chosen = _choose(spans, ctx, _holiday_reading(m, ctx))
     if chosen is None:
         return None
     return _make(m, *chosen, "day")

@@ -278,6 +278,12 @@ def test_a_weekday_with_a_day_of_the_month_is_the_month_where_they_agree(text, w
      "Halloween [31 October 2026] party next door, can't wait"),
     ("We're seeing friends on New Year's Eve", datetime(2025, 12, 2, 9, 0),
      "We're seeing friends on New Year's Eve [31 December 2025]"),
+    # "for" a holiday after a past verb that arranges nothing: the one just gone, not next year's;
+    # a gift bought for it, said weeks before, is still the coming one.
+    ("took mei to burleigh for valentines, she surfed again", datetime(2026, 2, 22, 20, 30),
+     "took mei to burleigh for valentines [14 February 2026], she surfed again"),
+    ("bought Mum a scarf for Christmas", datetime(2025, 11, 20, 9, 0),
+     "bought Mum a scarf for Christmas [25 December 2025]"),
     # Two ordinals make a range of days, in the month the tense gives them.
     ("The kids are at their gran's 3rd to the 5th.", datetime(2026, 2, 20, 9, 0),
      "The kids are at their gran's 3rd to the 5th [3–5 March 2026]."),
