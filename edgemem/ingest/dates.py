@@ -1293,6 +1293,18 @@ def _nth_weekday_relative(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     return None if day is None else _make(m, day, day, "day")
 
 
+def _day_of_relative_month(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
+    """"the 31st of this month", "the 3rd of next month": that day of the month counted from the
+    event's (none when the month has no such day)."""
+    offset = {"this": 0, "next": 1, "last": -1}[m.group("rel").lower()]
+    month = ctx.day.replace(day=1) + relativedelta(months=offset)
+    try:
+        day = month.replace(day=int(m.group("d")))
+    except ValueError:
+        return None
+    return _make(m, day, day, "day")
+
+
 def _month_end(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     """"the end of the month", "by the end of next month", "the last day of May": the month's last day
     (around it for "the end of": "moving to Cork at the end of July" names no day)."""
@@ -1571,6 +1583,8 @@ _RULES: list[tuple[re.Pattern, _Rule]] = [
     _rule(rf"\b(?P<p>{_WEEKDAY},?\s+(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th))(?!\w)", _weekday_ordinal),
     _rule(rf"\b(?P<p>(?:the\s+)?(?P<nth>first|1st|second|2nd|third|3rd|fourth|4th|last)\s+{_WEEKDAY}\s+(?:of|in)\s+"
           r"(?P<rel>this|next|last)\s+month)\b", _nth_weekday_relative),
+    _rule(r"\b(?P<p>(?:the\s+)?(?P<d>\d{1,2})(?:st|nd|rd|th)\s+of\s+(?P<rel>this|next|last)\s+month)\b",
+          _day_of_relative_month),
     _rule(r"\b(?P<p>(?:the\s+)?(?:end|last\s+day)\s+of\s+(?:(?P<rel>the|this|next|last)\s+month|"
           rf"{_MONTH}))(?!\w)", _month_end),
     _rule(rf"\b(?P<p>(?:the\s+)?(?P<nth>first|1st|second|2nd|third|3rd|fourth|4th|last)\s+{_WEEKDAY}\s+(?:of|in)\s+"

@@ -292,6 +292,16 @@ def test_holidays_and_ordinal_ranges(text, when, expected):
     assert annotate(text, when) == expected
 
 
+def test_a_day_of_this_next_or_last_month_is_that_day() -> None:
+    said = datetime(2025, 8, 3, 22, 5)
+    assert annotate("I have entered the Uchinada swim on the 31st of this month.", said) == (
+        "I have entered the Uchinada swim on the 31st of this month [31 August 2025].")
+    assert annotate("the party is on the 15th of next month", said) == "the party is on the 15th of next month [15 September 2025]"
+    assert annotate("we met on the 3rd of last month", said) == "we met on the 3rd of last month [3 July 2025]"
+    # September has no 31st: the month alone is what can be said.
+    assert annotate("on the 31st of next month", said) == "on the 31st of next month [September 2025]"
+
+
 def test_a_date_after_a_verb_of_arranging_lies_ahead() -> None:
     said = datetime(2025, 10, 28, 19, 0)
     assert annotate("had to cancel Cornwall. rebooked the same place for Easter instead, 4 to 11 April", said) == (
