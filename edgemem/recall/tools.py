@@ -27,7 +27,7 @@ from dateutil.relativedelta import relativedelta
 
 from edgemem.recall.events import anchors
 from edgemem.recall.evidence import ANNOTATION, ASSISTANT_SPEAKERS, Evidence, jaccard, parse_iso_day, same_teller, terms
-from edgemem.text import HOLIDAY_PATTERN, day_label
+from edgemem.text import HOLIDAY_PATTERN, MONTH_NAMES, day_label
 
 __all__ = [
     "MAX_TOOL_ROUNDS", "TOOL_NAMES", "TAG_TOOLS", "tools_for", "ERROR_PREFIX", "RESULT_PREFIX",
@@ -1128,6 +1128,9 @@ def _line(item: Evidence | str, note_id: int, match: re.Match, term: str, proper
         token = found.group().lower()
         if token.isdigit() and (_AMOUNT_BEFORE.search(plain, 0, lo + found.start()) or _A_YEAR.fullmatch(token)):
             continue  # "a $40 parking ticket", "my 2004 mazda": an amount or a year, not how many
+        if token.isdigit() and (_MONTH_AFTER.match(plain, lo + found.end())
+                                or _MONTH_BEFORE.search(plain, 0, lo + found.start())):
+            continue  # "19 to 21 june, surfed the pass": a day of the month, not how many
         if token.isdigit() or token in _NUMBER_WORDS:
             quantity = int(token) if token.isdigit() else _NUMBER_WORDS[token]
             break
@@ -1152,6 +1155,9 @@ def _line(item: Evidence | str, note_id: int, match: re.Match, term: str, proper
 # before the counted word ("4lb" is a weight, not a count).
 _AMOUNT_BEFORE = re.compile(r"[$£€¥₹]\s?$")
 _A_YEAR = re.compile(r"(?:19|20)\d\d")
+_MONTH_WORD = r"(?:" + "|".join([m.lower() for m in MONTH_NAMES] + [m[:3].lower() for m in MONTH_NAMES] + ["sept"]) + r")\.?"
+_MONTH_AFTER = re.compile(rf"(?:st|nd|rd|th)?\s*(?:of\s+)?{_MONTH_WORD}(?![\w])", re.IGNORECASE)
+_MONTH_BEFORE = re.compile(rf"(?<![\w]){_MONTH_WORD}\s*$", re.IGNORECASE)
 _QUANTITY_WINDOW = 3
 _NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "

@@ -247,6 +247,10 @@ def test_count_occurrences_knows_verb_forms_and_what_each_event_numbers() -> Non
     trout = [_note(1, "fishing yesterday, but two trout", "s1"), _note(2, "Chew, three trout!", "s2"),
              _note(3, "had a 4lb rainbow trout", "s3"), _note(4, "no trout today", "s4")]
     assert [e.quantity for e in count_occurrences("trout", trout).events] == [2, 3, 1]
+    # A day of the month next to the counted word is a date, not how many: "19 to 21 june, surfed".
+    surfs = [_note(1, "byron was mint 19 to 21 june, surfed the pass both mornings", "s1"),
+             _note(2, "did 3 surfs at noosa on march 4", "s2"), _note(3, "surfed aug 30 with hutchy", "s3")]
+    assert [e.quantity for e in count_occurrences("surf", surfs).events] == [None, 3, None]
     # "how many times did I go climbing?" is told "climbed tonight"; a noun in -ing stays itself
     # ("morning" is no "morn").
     climbs = [_note(1, "climbed tonight, sent the purple V4", "s1"), _note(2, "climbing again tomorrow?", "s2"),
