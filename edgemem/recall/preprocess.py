@@ -697,9 +697,11 @@ _ATTEND_WORDS = terms("see saw seen go went gone goes going have had has get got
 _SEASON = re.compile(r"\b(?:in|during|over|this|last|next)\s+(?:the\s+)?(?:autumn|fall|spring|summer|winter)\b",
                      re.IGNORECASE)
 # The first or last day of a stretch, as a question asks for it.
-_STARTS = re.compile(r"\b(?:kick(?:s|ing)?\s+off|start(?:s|ing)?|begin(?:s|ning)?|first\s+day|set(?:s|ting)?\s+off)\b",
-                     re.IGNORECASE)
-_FINISHES = re.compile(r"\b(?<!in the )(?<!at the )(?:end(?:s|ing)?|finish(?:es|ing)?|last\s+day|wrap(?:s|ping)?\s+up)\b", re.IGNORECASE)
+_STARTS = re.compile(r"\b(?:kick(?:s|ing)?\s+off|start(?:s|ing)?|begin(?:s|ning)?|first\s+day|set(?:s|ting)?\s+off|"
+                     r"arriv(?:e|es|ed|ing|al)(?!\s+(?:back|home)))\b", re.IGNORECASE)
+_FINISHES = re.compile(r"\b(?<!in the )(?<!at the )(?:end(?:s|ing)?|finish(?:es|ing)?|last\s+day|wrap(?:s|ping)?\s+up|"
+                       r"(?:get(?:s|ting)?|come(?:s)?|coming|fly(?:ing)?|arriv(?:e|es|ing))\s+(?:back|home)|return(?:s|ing)?)\b",
+                       re.IGNORECASE)
 # Asked whatever the route ("what weekday are Kofi's tryouts on", routed as a changed fact): not
 # "which day", which a planning question asks too ("which day works for me?").
 _WEEKDAY_NAMED = re.compile(r"\b(?:day\s+of\s+the\s+week|(?:what|which)\s+weekday)\b", re.IGNORECASE)

@@ -1055,6 +1055,13 @@ def test_a_weekday_or_a_changed_date_is_answered_on_any_route() -> None:
     hen = told(2, "i'm organising the hen do. Marseille, 29 to 31 May", "2026-01-14T21:20:00", "Ines")
     assert prepare("constraint-validation", "what weekday does the hen do in Marseille kick off", [hen]).direct[0] == (
         "Friday, 29 May 2026")
+    # Visitors arrive on a stay's first day; one comes back home on a trip's last.
+    visit = told(5, "Kenji's parents are coming from Sapporo to stay with us from 8 to 12 August.", "2026-07-05T20:15:00",
+                 "Aiko")
+    assert prepare("temporal-reasoning", "Kenji's parents are coming in August, what day of the week do they arrive?",
+                   [visit]).direct[0] == "Saturday, 8 August 2026"
+    assert prepare("temporal-reasoning", "what day of the week do I get back home from the hen do in Marseille?",
+                   [hen]).direct[0] == "Sunday, 31 May 2026"
     # A changed plan asked "in the end": "move" is the subject here, not only a word of changing.
     first = told(3, "we signed for a little house in Villeurbanne!! we move on 28 february", "2026-01-14T21:20:00", "Ines")
     pushed = told(4, "ugh and the move got pushed. the removal company messed up so now it's 7 march",
