@@ -536,6 +536,14 @@ _A_DAY = re.compile(
     re.IGNORECASE)
 
 
+# "What night is futsal on now?", "Which days do I go in?": a standing arrangement's weekday, which
+# "11 June" (the day it started) does not give.
+_ASKS_WEEKLY_DAY = re.compile(r"\b(?:what|which)\s+(?:nights?|evenings?|mornings?|afternoons?|days)\s+"
+                              r"(?:is|are|do|does|am|will)\b", re.IGNORECASE)
+_A_WEEKLY_DAY = re.compile(r"\b(?:(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:days?|s)?|weekdays?|weekends?|"
+                           r"every\s+day|daily|nightly)\b", re.IGNORECASE)
+
+
 def _speakers(context: str) -> set[str]:
     """The speakers the context's line headers name."""
     return {line.speaker for line in (_parse(x) for x in context.splitlines() if x.strip()) if line.speaker}
@@ -565,7 +573,8 @@ def wrong_kind(question: str, answer: str, context: str, speakers: Collection[st
     """Why the answer is not the kind of thing the question asks for, or None: the assistant itself
     ("the_assistant": "Assistant" for "who looks after Papá now?"), a "how often" reply
     with no frequency in it ("no_frequency"), a "what date" reply that names no day or month
-    ("no_date": "2026" for "what date is the Dublin half marathon?"), a sum of money asked and
+    ("no_date": "2026" for "what date is the Dublin half marathon?"), a "what night is it on" reply
+    with no weekday ("no_weekday": "11 June" for "what night is futsal on now?"), a sum of money asked and
     answered in another unit ("no_money": "10 kg" for "what does Gunnar charge for a lift now?"), or a reply that is only the
     name of someone in the conversation when the question asks for no person or name ("How has
     John's artistic skill improved?" answered "Maria!": the vocative a line opens with;
@@ -577,6 +586,8 @@ def wrong_kind(question: str, answer: str, context: str, speakers: Collection[st
         return "no_frequency"
     if _ASKS_DATE.search(question) and not _A_DAY.search(answer):
         return "no_date"
+    if _ASKS_WEEKLY_DAY.search(question) and not _A_WEEKLY_DAY.search(answer):
+        return "no_weekday"
     if _not_money(question, answer):
         return "no_money"
     words = tokens(answer)

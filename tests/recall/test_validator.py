@@ -150,6 +150,10 @@ def test_an_answer_of_the_wrong_kind_is_rejected() -> None:
 
 def test_a_date_question_answered_without_a_day_is_the_wrong_kind() -> None:
     assert wrong_kind("what date is the Dublin half marathon?", "2026", "") == "no_date"
+    assert wrong_kind("what night is futsal on now?", "11 June", "") == "no_weekday"
+    assert wrong_kind("what night is futsal on now?", "Thursday nights, since 11 June", "") is None
+    assert wrong_kind("Which days do I go in to the office now?", "Mon, Wed and Thu", "") is None
+    assert wrong_kind("What night did we see the play?", "14 March", "") is None  # one past night: a date answers
     assert wrong_kind("what date is the Dublin half marathon?", "Sunday 25 October 2026", "") is None
     assert wrong_kind("What date was the party?", "On the 5th.", "") is None
     assert wrong_kind("what date is the race?", "Sometime in March 2026", "") is None  # a month: the best the notes may give
