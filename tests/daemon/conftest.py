@@ -11,7 +11,9 @@ from edgemem import config
 from edgemem.engine import Engine
 from edgemem.runtime.fake import ScriptedLLM
 
-ANSWER = "Ana loves orchids, so bring orchids."
+# The scripted model's reply, already the fact: a targeted answer that repeated the question
+# ("Ana loves orchids, …") would reach the reply without those words (answer.fact_only).
+ANSWER = "Orchids — she loves them."
 
 
 @pytest.fixture
