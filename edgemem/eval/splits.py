@@ -37,7 +37,9 @@ Oskar and Nomvula (``eval/data/personal-fresh5.json``), written with their keys 
 session by helpers that saw no edgemem code, are *tune*: their first run, on the 36th session's code
 before anything was fitted on them, is reported as unseen (a second reading of how the code does on a
 history it was not built against, beside the check), and they give the mechanisms fresh histories to
-be fitted on.
+be fitted on. Aiko and Brodie (``eval/data/personal-fresh6.json``), written the same way in the
+forty-first session, are *tune* on the same terms: their first run, on that session's code before
+anything was fitted on them, is reported as unseen.
 
 The date battery (``eval/data/date-battery.jsonl``) and the QA battery (``eval/data/qa-battery.jsonl``),
 both written in the twenty-ninth session by helpers that saw no edgemem code, split by item, not by
@@ -78,6 +80,8 @@ SPLITS: dict[str, str] = {
     "persona-bart": CHECK,
     "persona-deepa": CHECK,
     "persona-oskar": TUNE,
+    "persona-aiko": TUNE,
+    "persona-brodie": TUNE,
     "persona-nomvula": TUNE,
 }
 

@@ -24,7 +24,8 @@ FRESH2 = Path(str(files("edgemem.eval") / "data" / "personal-fresh2.json"))  # t
 FRESH3 = Path(str(files("edgemem.eval") / "data" / "personal-fresh3.json"))  # the check in sessions 28-33, tune since
 FRESH4 = Path(str(files("edgemem.eval") / "data" / "personal-fresh4.json"))  # the check since the 34th session
 FRESH5 = Path(str(files("edgemem.eval") / "data" / "personal-fresh5.json"))  # tune, written in the 37th session
-SETS = (PERSONAL, FRESH, MORE, TUNE2, FRESH2, FRESH3, FRESH4, FRESH5)
+FRESH6 = Path(str(files("edgemem.eval") / "data" / "personal-fresh6.json"))  # tune, written in the 41st session
+SETS = (PERSONAL, FRESH, MORE, TUNE2, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6)
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +58,8 @@ def test_loads_through_the_locomo_loader(samples):
     assert fresh4 == ["persona-bart", "persona-deepa"] and {splits.split_of(i) for i in fresh4} == {"check"}
     fresh5 = [c.id for c in locomo.load(FRESH5, max_file_bytes=10_000_000, max_text_bytes=100_000)]
     assert fresh5 == ["persona-oskar", "persona-nomvula"] and {splits.split_of(i) for i in fresh5} == {"tune"}
+    fresh6 = [c.id for c in locomo.load(FRESH6, max_file_bytes=10_000_000, max_text_bytes=100_000)]
+    assert fresh6 == ["persona-aiko", "persona-brodie"] and {splits.split_of(i) for i in fresh6} == {"tune"}
 
 
 def test_shape_of_each_persona(samples):
