@@ -915,7 +915,7 @@ _ECHO_GLUE = frozenset(
 _CLOSING = frozenset("in on at during while from with for to of about after before since by into".split())
 _NEGATION = frozenset({"not", "no", "never", "nor", "none", "nothing", "without"})
 _ASKER = {"i": ("you",), "my": ("your",), "me": ("you",), "mine": ("yours",), "myself": ("yourself",)}
-_ANSWER_WORD = re.compile(r"[^\W_][\w'\-]*")
+_ANSWER_WORD = re.compile(r"[^\W_][\w'’\-]*")  # "Melanie’s" is one word, as "Melanie's" is
 _stem = PorterStemmer().stem
 
 

@@ -16,7 +16,10 @@ from edgemem.recall.answer import fact_only
     ("How did the flood impact the homes in John's old area?",
      "The flood damaged many homes in John's old area.", "Damaged many homes"),
     # The asker's "my" is the answer's "your".
-    ("What did I name my dog?", "You named your dog Biscuit.", "Biscuit."),  # nothing cut at the end: its stop stays
+    ("What did I name my dog?", "You named your dog Biscuit.", "Biscuit."),
+    # A typographic apostrophe keeps the possessive one word: not "S son got into an accident".
+    ("What happened to Melanie's son on the road trip?", "Melanie’s son got into an accident on the road trip.",
+     "Got into an accident"),  # nothing cut at the end: its stop stays
 ])
 def test_repeated_words_are_cut(question: str, answer: str, expected: str) -> None:
     assert fact_only(question, answer) == expected
