@@ -320,13 +320,15 @@ _CLAUSE_END = re.compile(r",\s*(?:so|but|because|cos|cause|though|although|where
 # the tense of the date after it. Only a boundary on the date's left: in "On Monday, I went" the
 # clause after the comma holds the date's verb.
 _SPLICE = re.compile(r",\s*(?:i|we|he|she|they|you)(?:['’](?:m|re|s|ve|ll|d))?\s|,\s*(?:im|ive|youre|theyre)\s", re.IGNORECASE)
+# "As planned", "as scheduled" look back at the plan from the day it happened: no future of their own
+# ("I went to Tokyo on 22 January as planned", said in February, is the January gone).
 # A present progressive is a plan, its "be" written as chats write it too: "im getting promoted ...
 # from 1 april", said 9 March after "folake called me in today", is this April, not last April.
 _FUTURE_MARKERS = re.compile(
     r"(?:\b(?:will|shall|won['’]t|gonna|theyll|youll|itll|thatll|wont|can(?!['’]?t\b)|might|wanna|(?<!\bwas\s)(?<!\bwere\s)going\s+to|about\s+to|"
     r"plan(?:s|ning)?\s+(?:to|on)|hop(?:e|es|ing)\s+to|wants?\s+(?:to|a|an|me|us|him|her|them)|"
     r"can['’]?t\s+wait|cannot\s+wait|"
-    r"looking\s+forward|excited\s+(?:to|for)|tomorrow|next|upcoming|soon|scheduled|planned|"
+    r"looking\s+forward|excited\s+(?:to|for)|tomorrow|next|upcoming|soon|(?<!\bas\s)scheduled|(?<!\bas\s)planned|"
     r"(?:am|are|is|['’]m|['’]re|(?<![\w'’])(?:im|youre|theyre|hes|shes))\s+(?:going|heading|flying|leaving|off|(?:\w+ly\s+)?(?!\w*thing\b|morning\b|evening\b|"
     r"during\b|spring\b|string\b|bring\b)\w{2,}ing))\b|['’]ll\b)",
     re.IGNORECASE,
@@ -1409,7 +1411,10 @@ def _range(m: re.Match, ctx: _Context) -> Optional[ResolvedDate]:
     by its first day; an end before the start runs into the next year (30 December–2 January)."""
     g = m.groupdict()
     if (g.get("sep") or "").strip().lower() == "and" and not g.get("between"):
-        return None  # "on 18 June and 22 June" are two dates
+        # "on 18 June and 19 June", "3 and 10 December" are two dates; "9 and 10 October", two days
+        # in a row sharing their month, are the one stretch ("the Tokyo trip on 9 and 10 October").
+        if (g.get("m1") and g.get("m2")) or int(g["d2"]) != int(g["d1"]) + 1:
+            return None
     for group in ("m1", "m2"):
         if g.get(group) and not _dated_month_ok(m, group):
             return None

@@ -688,3 +688,21 @@ def test_a_day_counted_from_the_date_after_it_is_that_day(text, when, expected):
 ])
 def test_a_day_alone_beside_a_coming_dated_day_takes_its_month(text, when, expected):
     assert annotate(text, when) == expected
+
+
+@pytest.mark.parametrize("text, when, expected", [
+    # "As planned" looks back at the plan from the day it happened: the past verb dates it.
+    ("I went to Tokyo on 22 January as planned.", datetime(2026, 2, 12, 18, 40),
+     "I went to Tokyo on 22 January [22 January 2026] as planned."),
+    ("The move is on 3 March as planned.", datetime(2026, 2, 12, 18, 40),
+     "The move is on 3 March [3 March 2026] as planned."),
+    # Two days in a row sharing their month are one stretch; two days apart, or each with its month, are not.
+    ("the Tokyo trip on 9 and 10 October was productive", datetime(2025, 11, 11, 21, 20),
+     "the Tokyo trip on 9 and 10 October [9–10 October 2025] was productive"),
+    ("On October 9 and 10 I was in Tokyo.", datetime(2025, 11, 11, 21, 20),
+     "On October 9 and 10 [9–10 October 2025] I was in Tokyo."),
+    ("I will be away on 3 and 10 December.", datetime(2025, 11, 11, 21, 20),
+     "I will be away on 3 and 10 December [10 December 2025]."),
+])
+def test_as_planned_is_no_future_and_two_days_in_a_row_are_a_stretch(text, when, expected):
+    assert annotate(text, when) == expected
