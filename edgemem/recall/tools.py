@@ -27,7 +27,7 @@ from dateutil.relativedelta import relativedelta
 
 from edgemem.recall.events import anchors
 from edgemem.recall.evidence import ANNOTATION, ASSISTANT_SPEAKERS, Evidence, jaccard, parse_iso_day, same_teller, terms
-from edgemem.text import HOLIDAY_PATTERN, MONTH_NAMES, day_label
+from edgemem.text import HOLIDAY_PATTERN, MONTH_NAMES, STOPWORDS, day_label
 
 __all__ = [
     "MAX_TOOL_ROUNDS", "TOOL_NAMES", "TAG_TOOLS", "tools_for", "ERROR_PREFIX", "RESULT_PREFIX",
@@ -302,19 +302,24 @@ _DATE_ONLY = terms("today now tonight yesterday tomorrow date present moment")
 
 # "my last parkrun of 2025", "the first gig": one of a kind of event, by its place in time.
 _NTH = re.compile(
-    r"^(?:(?:my|our|the|his|her|their)\s+)?(?P<which>first|last|latest|final|most\s+recent)\s+"
+    r"^(?:(?:my|our|the|his|her|their)\s+)?(?:[A-Za-z][\w-]*['’]s\s+)?"
+    r"(?P<which>first|second|third|fourth|fifth|last|latest|final|most\s+recent)\s+"
     r"(?P<thing>[A-Za-z][\w'’-]*(?:\s+[A-Za-z][\w'’-]*){0,2}?)(?:\s+(?:of|in)\s+(?P<year>(?:19|20)\d\d))?$",
     re.IGNORECASE,
 )
 
 
-def nth_event(event: str) -> tuple[str, str, int | None] | None:
-    """("first" or "last", the kind of event, the year or None) for "my first parkrun of 2026",
-    "the last gig"; None for any other event words."""
+_NTH_INDEX = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4}
+
+
+def nth_event(event: str) -> tuple[int, str, int | None] | None:
+    """(which one: 0 for the first, 1 for the second …, -1 for the last; the kind of event; the year
+    or None) for "my first parkrun of 2026", "mum's second eye operation", "the last gig"; None for
+    any other event words."""
     m = _NTH.match(" ".join(event.split()))
     if not m:
         return None
-    which = "first" if m.group("which").lower() == "first" else "last"
+    which = _NTH_INDEX.get(m.group("which").lower(), -1)
     return which, m.group("thing"), int(m.group("year")) if m.group("year") else None
 
 
@@ -325,13 +330,32 @@ def _ground_nth(event: str, evidence: Sequence[Evidence | str]) -> Grounded | No
     if nth is None:
         return None
     which, thing, year = nth
-    told = [e for e in evidence if not (isinstance(e, Evidence) and (e.kind == "summary" or
+    if thing.lower() == "one":
+        return None  # "her second one": the kind is the other anchor's (preprocess._the_one)
+    # Not a moved plan's first dates ("first real gig, feb 21st", then "the gig MOVED ... march 6").
+    told = [e for e in evidence if not (isinstance(e, Evidence) and (e.kind == "summary" or e.stale or
                                                                       (e.speaker or "").casefold() in ASSISTANT_SPEAKERS))]
     within = [(date(year, 1, 1), date(year, 12, 31))] if year else []
+    words = thing.split()
+    # "the band's first gig" told as "our first real gig is 6 March": the line that says the ordinal
+    # of that kind of event gives its date, before any counting ("My mother's second operation is
+    # still on 2 December").
+    ordinal = _NTH.match(" ".join(event.split())).group("which").lower()
+    said = re.compile(rf"\b{ordinal}\s+(?:[\w'’-]+\s+){{0,2}}?{re.escape(words[-1])}(?:e?s)?\b", re.IGNORECASE)
+    for item in sorted(told, key=lambda e: _said_day(e) or date.min) if which >= 0 else ():
+        m = said.search(_text(item))
+        stored = [d for d in _note_dates(item) if not within or any(d[1] <= b and d[2] >= a for a, b in within)] if m else []
+        if stored:
+            at, start, end, label, exact = min(stored, key=lambda d: abs(d[0] - m.start()))
+            return Grounded(event, start, end, label, exact, item.note_id if isinstance(item, Evidence) else None)
     events = [e for e in count_occurrences(thing, told, within).events if e.start is not None]
-    if not events:
+    if not events and len(words) == 2 and not any(w.lower() in STOPWORDS for w in words):
+        # "her first cataract operation" is told as "the left-eye operation", "the second operation":
+        # the kind of event is its last word.
+        events = [e for e in count_occurrences(words[-1], told, within).events if e.start is not None]
+    if not events or which >= len(events):
         return None
-    chosen = events[0] if which == "first" else events[-1]
+    chosen = events[which]
     return Grounded(event, chosen.start, chosen.end or chosen.start, chosen.label, chosen.start == chosen.end,
                     chosen.note_ids[0] if isinstance(told[0], Evidence) else None)
 
@@ -386,6 +410,10 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
         spread = {t: sum(t in terms(_text(item)) for item in evidence) for t in held}
         rarest = {t for t, n in spread.items() if n == min(spread.values())}
         numbers = _number_positions(ordinals, held, _text(chosen))
+        # "The kitchen did not start on 19 January in the end: ... started on Monday 2 February": a
+        # date the line says did not happen is not the event's, when the line gives another.
+        kept = [d for d in stored if not _NOT_ON.search(_text(chosen)[max(0, d[0] - 40):d[0]])]
+        stored = kept or stored
         spots = (_positions(_text(chosen), rarest) + [at for ats in numbers.values() for at in ats]
                  or _positions(_text(chosen), wanted) or [0])
         at, start, end, label, exact = min(stored, key=lambda d: min(abs(d[0] - p) for p in spots))
@@ -397,6 +425,9 @@ def ground(event: str, evidence: Sequence[Evidence | str]) -> Grounded | None:
 
 
 _ORDINAL = re.compile(r"\b(\d{1,3})(?:st|nd|rd|th)\b", re.IGNORECASE)
+# A negated verb right before a date, in its clause: "did not start on", "wasn't on", "never made it on".
+_NOT_ON = re.compile(r"\b(?:not|never|n['’]t|no\s+longer)\s+(?:\w+\s+){0,3}(?:on|in|for|at|by|until)?\s*(?:the\s+)?[^.;:!?,]{0,12}$",
+                     re.IGNORECASE)
 _BARE_NUMBER = re.compile(r"(?<![\d:.,/£$€-])\b\d{1,3}\b(?![:.,/]\d)")
 
 

@@ -323,6 +323,40 @@ def test_the_first_or_last_of_a_kind_of_event_is_grounded_on_the_events_counted(
                                "10 January 2026", [6, 7])
 
 
+def test_the_second_of_someones_events_is_grounded_on_the_line_that_says_so_or_on_the_count() -> None:
+    from edgemem.recall.preprocess import temporal
+    from edgemem.recall.tools import ground
+
+    ops = [
+        _told(1, "Mum has cataracts in both eyes; the doctor wants to operate this autumn.", "2025-06-25T20:10:00"),
+        _told(2, "Her left-eye operation is confirmed: Tuesday 9 September.", "2025-08-03T22:05:00"),
+        _told(3, "The left-eye operation on 9 September went well.", "2025-09-20T07:45:00"),
+        _told(4, "Her second operation is on 2 December; I will stay two nights.", "2025-11-11T21:20:00"),
+    ]
+    # No line says "first cataract operation": the first of the operations counted, by its kind's last word.
+    assert ground("my mother's first cataract operation", ops).start == date(2025, 9, 9)
+    # A line that says "second operation" dates the second one.
+    assert ground("mum's second eye operation", ops).start == date(2025, 12, 2)
+    prepared = temporal("How many days were there between my mother's first cataract operation and her second one?", ops)
+    assert prepared.direct == ("84 days: my mother's first cataract operation 9 September 2025, her second cataract "
+                               "operation 2 December 2025", [2, 4])
+
+
+def test_a_date_the_line_says_did_not_happen_is_not_the_events() -> None:
+    from edgemem.recall.tools import ground
+
+    kitchen = [
+        _told(1, "We signed with Maeda. Work starts on Monday 19 January for about three weeks.", "2025-12-28T20:50:00"),
+        _told(2, "The kitchen did not start on 19 January in the end: the tiles were delayed, so Maeda's team "
+                 "started on Monday 2 February.", "2026-02-12T18:40:00"),
+    ]
+    assert ground("the builders finally starting on the kitchen", kitchen).start == date(2026, 2, 2)
+    # A line with no other date keeps the one it has.
+    assert ground("the kitchen starting", kitchen[1:]).start == date(2026, 2, 2)
+    assert ground("the kitchen starting", [_told(3, "The kitchen did not start on 19 January.",
+                                                 "2026-02-12T18:40:00")]).start == date(2026, 1, 19)
+
+
 def test_counting_days_listed_with_one_called_off_and_a_plan_in_another_sentence() -> None:
     """"then mon 23rd got cancelled" is no session; "monday was easter monday so seun moved it" is
     none either; a sentence that is mostly days goes on with the list ("went thu 2nd, then tue 7th");
