@@ -113,12 +113,13 @@ def prepare(
 ) -> Prepared:
     """Tier-3 preprocessing for ``tag``; tags without a Tier-3 step pass through unchanged.
     ``asked_days``: the spans the question's own dates name (an overview of "December").
-    ``similar``: each note's cosine to the question (an overview's lines about its subject)."""
+    ``similar``: each note's cosine to the question (an overview's lines about its subject, the newest
+    line on what a "now" question asks)."""
     evidence = with_relative_moves(with_plan_months(evidence))
     if tag == "temporal-reasoning":
         return temporal(question, evidence, reference=reference, supersedes=supersedes, asked_days=asked_days)
     if tag == "conflict-resolution":
-        return _with_stretch(recency(question, evidence, supersedes=supersedes), question, asked_days)
+        return _with_stretch(recency(question, evidence, supersedes=supersedes, similar=similar), question, asked_days)
     if tag == "broad-summarization":
         return diversify(question, evidence, asked_days=asked_days, similar=similar)
     if tag == "constraint-validation":
@@ -1099,21 +1100,32 @@ def _subject_label(current: Evidence, older: Sequence[Evidence], subject: dict[i
 
 
 
-def _newest_on(question: str, evidence: Sequence[Evidence]) -> Evidence | None:
+# How far below the closest line's cosine to the question a line may be and still be about what it
+# asks (fitted on the tune personas' conflict questions: the newest line holding the key 43 -> 50 of 98).
+NEWEST_COSINE_MARGIN = 0.06
+
+
+def _newest_on(question: str, evidence: Sequence[Evidence], similar: Mapping[int, float] | None = None) -> Evidence | None:
     """The newest statement on what the question asks about: of the items sharing the most of the
-    question's content terms, the one said last; of the lines that give a day when a date is asked.
-    The pairwise grouping (:func:`_mark_stale`) misses a changed value worded anew ("my number if you
-    need it: 07700 900118" / "new number, the old one's cancelled: 07700 900412" share one word of
-    six); the question names the subject."""
+    question's content terms, and (``similar``: each note's cosine to the question) those within
+    :data:`NEWEST_COSINE_MARGIN` of the closest, the one said last; of the lines that give a day when
+    a date is asked. The pairwise grouping (:func:`_mark_stale`) misses a changed value worded anew
+    ("my number if you need it: 07700 900118" / "new number, the old one's cancelled: 07700 900412"
+    share one word of six); the question names the subject. Its words alone miss a line that says it
+    in others ("whats my hourly rate now" / "$43 an hour from 1 July"; "What do I weigh now?" /
+    "76.3 kg. almost there"): the embedding finds those."""
     asked = terms(question) - NOW_TERMS
     current = [e for e in evidence if e.kind == "raw" and not e.stale]
     if _DATE_ASKED.search(question) or _WEEKDAY_ASKED.search(question):
         current = [e for e in current if _exact_days(e)]
     shared = {e.note_id: len(asked & (terms(e.text) | terms(e.speaker or ""))) for e in current}
     best = max(shared.values(), default=0)
-    if best == 0:
-        return None
-    return max((e for e in current if shared[e.note_id] == best), key=_said)
+    about = [e for e in current if best and shared[e.note_id] == best]
+    if similar:
+        closest = max((similar.get(e.note_id, 0.0) for e in current), default=0.0)
+        held = {e.note_id for e in about}
+        about += [e for e in current if similar.get(e.note_id, 0.0) >= closest - NEWEST_COSINE_MARGIN and e.note_id not in held]
+    return max(about, key=_said) if about else None
 
 
 def _day_spans(e: Evidence) -> list[tuple[date, date]]:
@@ -1146,7 +1158,8 @@ def _latest(newest: Evidence | None) -> list[str]:
     return [f"Latest on what is asked: {newest.header()} {text}"]
 
 
-def recency(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[int, int] | None = None) -> Prepared:
+def recency(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[int, int] | None = None,
+            similar: Mapping[int, float] | None = None) -> Prepared:
     """Recency filter (A.2): the newest statement on a subject is current, older ones are marked
     "(outdated as of <date>)". Output is sorted by time said, newest last (the B.2 conflict prompt
     reads "the most recent entries appear last")."""
@@ -1154,7 +1167,7 @@ def recency(question: str, evidence: Sequence[Evidence], *, supersedes: Mapping[
     moved = redated(evidence, terms(question) - NOW_TERMS)
     links = {**(supersedes or {}), **{old: new.note_id for old, new in moved.items()}}
     marked, conflicts = _mark_stale(evidence, links, subject)
-    newest = _newest_on(question, marked)
+    newest = _newest_on(question, marked, similar)
     facts = _latest(newest)
     for current, older in sorted(conflicts, key=lambda c: _said(c[0])):
         days = ", ".join(dict.fromkeys(day_label(e.day) for e in sorted(older, key=_said) if e.day))
@@ -1732,6 +1745,43 @@ def _sentence_spans(text: str) -> list[tuple[int, int]]:
 _SIGNED_MONEY = re.compile(r"[£$€]\s?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<k>[kKm]\b)?")
 
 
+# A time told in words ("32 minutes 40 seconds", "1 hour 5 minutes", "1h 58m 30s"): one reading, written
+# the way a clock reading is ("32:40", "1:05:00"), not "32 min" with its seconds lost.
+_HOURS, _MINUTES, _SECONDS = r"(?:hours?|hrs?|h)", r"(?:minutes?|mins?|m)", r"(?:seconds?|secs?|s)"
+_SPOKEN_TIME = re.compile(
+    rf"(?<![\w.:])(?:(?P<h>\d{{1,2}})\s*{_HOURS}\s*(?:and\s+)?)?(?P<m>\d{{1,3}})\s*{_MINUTES}\s*(?:and\s+)?"
+    rf"(?P<s>\d{{1,2}})\s*{_SECONDS}\b|(?<![\w.:])(?P<h2>\d{{1,2}})\s*{_HOURS}\s*(?:and\s+)?(?P<m2>\d{{1,2}})\s*{_MINUTES}\b",
+    re.IGNORECASE,
+)
+# A count written as a word right before the topic's own word ("nine migraine days", "only one
+# migraine day"): the number it is, so it reads like "9 migraine days".
+_COUNT_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+_COUNT_WORD = re.compile(rf"\b({'|'.join(_COUNT_WORDS)})\b(?=\s+([^\W\d_][\w'-]*))", re.IGNORECASE)
+
+
+def _spoken_time(m: re.Match) -> str:
+    if m.group("h2"):
+        return f"{int(m.group('h2'))}:{int(m.group('m2')):02d}:00"
+    clock = f"{int(m.group('m'))}:{int(m.group('s')):02d}"
+    return f"{int(m.group('h'))}:{int(m.group('m')):02d}:{int(m.group('s')):02d}" if m.group("h") else clock
+
+
+def _digits_for_counts(text: str, topic: set[str]) -> str:
+    """``text`` with each count word before a word of ``topic`` written as its number, offsets kept."""
+    if not topic:
+        return text
+
+    def number(m: re.Match) -> str:
+        if not terms(m.group(2)) & topic:
+            return m.group()
+        digits = str(_COUNT_WORDS[m.group(1).lower()])
+        return digits + " " * (len(m.group(1)) - len(digits))
+
+    return _COUNT_WORD.sub(number, text)
+
+
 def _placed_values(text: str, topic: set[str], *, times_of_day: bool = True,
                    money: bool = True) -> list[tuple[str, str, int]]:
     """(kind, value as written, offset in ``text``) for each measured value in the text's sentences
@@ -1739,7 +1789,7 @@ def _placed_values(text: str, topic: set[str], *, times_of_day: bool = True,
     ``times_of_day``: also a clock reading that says when ("at 10:30"), not only what was measured
     ("29:05"); "how did Papá's care change?" read "10:30 → 9:00 → 1:30" off his appointments.
     ``money``: also amounts of money written with a currency word ("1,480 dollars")."""
-    blank = ANNOTATION.sub(lambda m: " " * len(m.group()), text)  # offsets kept
+    blank = _digits_for_counts(ANNOTATION.sub(lambda m: " " * len(m.group()), text), topic)  # offsets kept
     spans = _sentence_spans(blank)
     sentences = [blank[a:b] for a, b in spans]
     # A sentence about the topic and the one after it ("parkrun done!! 29:05 this morning"); when the
@@ -1752,9 +1802,15 @@ def _placed_values(text: str, topic: set[str], *, times_of_day: bool = True,
     found = []
     for i in sorted(window):
         sentence, offset = sentences[i], spans[i][0]
+        for m in _SPOKEN_TIME.finditer(sentence):
+            found.append(("clock", _spoken_time(m), offset + m.start()))
+        sentence = _SPOKEN_TIME.sub(lambda m: " " * len(m.group()), sentence)
         if money:
             for m in _SIGNED_MONEY.finditer(sentence):
-                found.append(("money", m.group(0).strip(), offset + m.start()))
+                rate = _RATE.match(sentence, m.end())
+                per = _RATE_SAME.get(rate.group(1).lower(), rate.group(1).lower()) if rate else ""
+                found.append((f"/{per}", f"{m.group(0).strip()}/{per}", offset + m.start()) if rate
+                             else ("money", m.group(0).strip(), offset + m.start()))
         for m in _VALUE.finditer(sentence):
             num, unit = m.group("num"), (m.group("unit") or "").lower()
             if unit in _NOT_UNITS or (":" not in num and re.fullmatch(r"(?:19|20)\d\d", num)):
@@ -1767,20 +1823,35 @@ def _placed_values(text: str, topic: set[str], *, times_of_day: bool = True,
                 found.append(("clock", num, where))
                 continue
             unit = unit.split("/")[0]  # "20h/week" is 20 h
+            rate = _RATE.match(sentence, m.end("num"))
+            if rate:  # "24.50 an hr", "41 per hour": a rate, one kind whether or not its line names the topic
+                per = _RATE_SAME.get(rate.group(1).lower(), rate.group(1).lower())
+                found.append((f"/{per}", f"{num}/{per}", where))
+                continue
             if unit in STOPWORDS or not unit:
                 # "HbA1c 58, down from 61": a bare number must sit next to the topic's own words, or be
                 # the first bare number after them in their sentence ("Home blood pressure average for
                 # the last two weeks is 141 over 89": 141, not 89).
-                before = sentence[: m.start()].split()[-_NEAR_WORDS:]
-                if not topic or not (terms(" ".join(before)) & topic or _first_after_topic(sentence, m.start(), topic)):
+                # The closest word before it says what it measures: "weight 75.6, bench 90" reads no 90.
+                before = [w for w in re.findall(r"[^\W\d_][\w'-]*", sentence[: m.start()])[-_NEAR_WORDS:]
+                          if w.lower() not in STOPWORDS]
+                if not topic or not ((before and terms(before[-1]) & topic) or _first_after_topic(sentence, m.start(), topic)):
                     continue
                 found.append(("", num, where))
                 continue
             if not money and unit in _MONEY_UNITS:
                 continue
+            if _DELTA_BEFORE.search(sentence, 0, m.start()):
+                continue  # "up 1.6 kg in a month": by how much it changed, not a reading
             unit = _UNIT_SAME.get(unit, unit)
             found.append((unit, f"{num} {unit}" if unit != "%" else f"{num}%", where))
     return sorted(found, key=lambda f: f[2])
+
+
+_DELTA_BEFORE = re.compile(r"\b(?:up|down|lost|gained|dropped|put\s+on|by|another|extra)\s+$", re.IGNORECASE)
+# A number paid or done per unit of time: "24.50 an hr", "41 per hour", "250 a week".
+_RATE = re.compile(r"\s*(?:an?|per|/)\s*(hour|hr|h|week|wk|month|day|night|year|yr)\b", re.IGNORECASE)
+_RATE_SAME = {"hour": "h", "hr": "h", "wk": "week", "yr": "year"}
 
 
 def _first_after_topic(sentence: str, at: int, topic: set[str]) -> bool:
@@ -1795,10 +1866,16 @@ def _first_after_topic(sentence: str, at: int, topic: set[str]) -> bool:
 # readings answers directly. "By how much did the exam get pushed back?" and "Sum up the season" are
 # not: the series is one fact among the notes for them.
 _ASKS_HOW_IT_WENT = re.compile(
-    r"^\W*(?:so\s+|and\s+|ok\s+)?how\s+(?:has|have|had|did|does|do|is|are|was|were)\b|"
+    r"^\W*(?:so\s+|and\s+|ok\s+)?how(?:\s+(?:has|have|had|did|does|do|is|are|was|were)\b|['’]s\b)|"
     r"\b(?:chang\w*|progress\w*|trend\w*|evolv\w*|improv\w*|grow\w*|grew|develop\w*|done\s+since)\b",
     re.IGNORECASE,
 )
+
+
+_CHANGED = re.compile(r"\b(?:chang\w*|progress\w*|trend\w*|evolv\w*|improv\w*|develop\w*)\b", re.IGNORECASE)
+
+
+_STARTS_ON = re.compile(r"[£$€]?[\d.,:]*[^.!?\n]{0,24}?\b(?:from|starting|as\s+of|effective)\s+(?:on\s+)?(?:the\s+)?", re.IGNORECASE)
 
 
 def _reading_at(e: Evidence, offset: int) -> tuple[date, str]:
@@ -1806,6 +1883,13 @@ def _reading_at(e: Evidence, offset: int) -> tuple[date, str]:
     the note, when that date is not ahead of the day said ("first one was sat 4th april [4 April
     2026], 38:40. then the 11th [11 April 2026], 37:15"); else :func:`_reading_day`'s day."""
     said = e.day
+    # "41 an hr from 15 june [15 June 2026]": a value that starts on a day says so right after it.
+    starts = _STARTS_ON.match(e.text, offset)
+    if starts:
+        after = [(start, label) for at, start, end, label in dates_in_text(e.text[starts.end():starts.end() + 40])
+                 if start == end and at <= 16]
+        if after:
+            return after[0]
     before = [(start, label) for at, start, end, label in dates_in_text(e.text[:offset]) if start == end]
     if before and said is not None and before[-1][0] <= said:
         return before[-1]
@@ -1813,7 +1897,19 @@ def _reading_at(e: Evidence, offset: int) -> tuple[date, str]:
     return day, label
 
 
-def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> tuple[list[str], tuple[str, list[int]] | None]:
+def _amount(value: str) -> float:
+    """The number of a reading as written: "$16.10/h" 16.1, "$1,200" 1200."""
+    m = re.search(r"\d[\d,]*(?:\.\d+)?", value)
+    return float(m.group().replace(",", "")) if m else 0.0
+
+
+def _same_value(a: str, b: str) -> bool:
+    """"$24.50/h" and "24.50/h" are one reading told twice (the user's and the assistant's echo)."""
+    return a.lstrip("£$€") == b.lstrip("£$€")
+
+
+def _trend(question: str, ordered: Sequence[Evidence], topic: set[str],
+           rest: Sequence[Evidence] = ()) -> tuple[list[str], tuple[str, list[int]] | None]:
     """"How has my weight changed?": the measured values of the tracked thing, oldest first, with
     their dates ("102 kg (12 October 2025) → 99 kg (...) → 93 kg (...)") — the sequence a state
     question asks for, read off the notes instead of left to a small model to collect.
@@ -1822,7 +1918,8 @@ def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> tuple
     question about money, one unit, or bare numbers by the topic's words), dated by the date written
     before it in the note, else by the note; one value per date. Nothing when fewer than two
     readings, or all the same value. Also returned: the sequence as an answer, with its notes."""
-    if _COUNTING.search(question):
+    # "How many parkruns?" counts; "How has the number of migraine days changed?" asks a series.
+    if _COUNTING.search(question) and not _CHANGED.search(question):
         return [], None
     # "What do you know about Noor?", "Give me an overview of my year with the choir": an overview
     # tracks no one quantity, and the numbers its lines hold (a follower count, a choir fee) are no
@@ -1846,16 +1943,37 @@ def _trend(question: str, ordered: Sequence[Evidence], topic: set[str]) -> tuple
                     readings.append((e, kind, value, day, label))
         if readings:
             break
+    # "$16.10 an hour", then "$16.75 now": an amount told after a rate of money, of its size, is that
+    # rate's next reading (not the rent's, "$750 a month").
+    paid = [(kind, _amount(value)) for _, kind, value, _, _ in readings if kind.startswith("/") and value[:1] in "£$€"]
     kinds: dict[str, list[tuple[Evidence, str, date, str]]] = {}
     for e, kind, value, day, label in sorted(readings, key=lambda r: (r[3], _said(r[0]))):
+        if kind == "money" and paid:
+            size = _amount(value)
+            near = min(paid, key=lambda p: abs(p[1] - size))
+            kind = near[0] if near[1] / 2 <= size <= near[1] * 2 else kind
         kinds.setdefault(kind, []).append((e, value, day, label))
-    ranked = sorted(kinds.items(), key=lambda kv: (asks_money and kv[0] == "money", len({v for _, v, _, _ in kv[1]}), len(kv[1])),
+    money_kinds = {"money"} | {k for k, _ in paid}
+    ranked = sorted(kinds.items(), key=lambda kv: (asks_money and kv[0] in money_kinds, len({v for _, v, _, _ in kv[1]}), len(kv[1])),
                     reverse=True)
-    if not ranked or len(ranked[0][1]) < 2 or len({v for _, v, _, _ in ranked[0][1]}) < 2:
+    if ranked and ranked[0][0].startswith("/"):
+        # A rate says what it measures by its unit: "a-grade at 41 an hr" is the pay rate's next
+        # reading though its line never says "pay". The other notes' readings of that unit join in.
+        kind, held = ranked[0]
+        inside = {id(e) for e in ordered}
+        for e in rest:
+            if id(e) in inside:
+                continue
+            for k, value, at in _placed_values(e.text, set(), times_of_day=False, money=True):
+                if k == kind:
+                    day, label = _reading_at(e, at)
+                    held.append((e, value, day, label))
+        held.sort(key=lambda r: (r[2], _said(r[0])))
+    if not ranked or len(ranked[0][1]) < 2 or len({v.lstrip("£$€") for _, v, _, _ in ranked[0][1]}) < 2:
         return [], None
     series: list[tuple[Evidence, str, date, str]] = []
-    for reading in ranked[0][1]:  # a value repeated the same day (the assistant's echo) is one reading
-        if not series or (series[-1][1], series[-1][2]) != (reading[1], reading[2]):
+    for reading in ranked[0][1]:  # a value told again (the assistant's echo, a later recap) is one reading
+        if not series or not _same_value(series[-1][1], reading[1]):
             series.append(reading)
     if len(series) > TREND_MAX:
         series = series[: TREND_MAX // 2 - 1] + series[-(TREND_MAX - TREND_MAX // 2 + 1):]
@@ -1920,7 +2038,7 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
         half = TIMELINE_MAX // 2
         facts = facts[:half] + facts[-(TIMELINE_MAX - half):]
     # "How many parkruns have I done?" tracks a count, not a state: the distinct events come first.
-    trend, computed = _trend(question, ordered, topic)
+    trend, computed = _trend(question, ordered, topic, chronological(evidence))
     # Counted over every item, not only those about the subject: "How many food bank shifts has Sam
     # done?" must see that the food bank lines are someone else's (they name no Sam).
     counted = _count_facts(question, chronological(evidence), asked_days)

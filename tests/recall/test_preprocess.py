@@ -1304,7 +1304,17 @@ def test_a_series_of_pay_reads_the_amounts_of_money_not_the_hours() -> None:
         Evidence(2, "got a raise at the café!! $16.75 now, still 12h a week", "2026-02-25T21:00:00", speaker="Margaux"),
     ]
     assert timeline("How did my pay at the café change?", pay).direct == (
-        "From $16.10 (27 November 2025) to $16.75 (25 February 2026): $16.10 (27 November 2025) → $16.75 (25 February 2026)", [1, 2])
+        "From $16.10/h (27 November 2025) to $16.75 (25 February 2026): $16.10/h (27 November 2025) → $16.75 (25 February 2026)",
+        [1, 2])
+    # A rate is read by its unit, from a line that never names the topic too ("a-grade at 41 an hr").
+    more = pay + [Evidence(3, "licensed now! a-grade at 41 an hr from 15 june [15 June 2026]", "2026-05-31T22:02:00",
+                           speaker="Margaux")]
+    assert timeline("How did my pay at the café change?", more).direct[0].endswith("→ 41/h (15 June 2026)")  # from that day
+    # A change told beside a reading is no reading: "up 1.6 kg in a month".
+    weights = [Evidence(1, "weight is 71.5 kg today", "2025-09-02T21:00:00", speaker="Brodie"),
+               Evidence(2, "weight 73.1 kg, up 1.6 kg in a month", "2025-09-28T21:00:00", speaker="Brodie")]
+    assert timeline("how's my weight gone?", weights).direct[0] == (
+        "From 71.5 kg (2 September 2025) to 73.1 kg (28 September 2025): 71.5 kg (2 September 2025) → 73.1 kg (28 September 2025)")
 
 
 def test_a_sum_answers_only_a_question_that_asks_for_a_total() -> None:
@@ -1394,3 +1404,48 @@ def test_a_broad_question_asking_for_a_few_facts_gets_no_digest_but_the_diverse_
     assert account.direct is not None and account.direct[0].startswith("What your notes say about Josh")
     facts = diversify("What does Josh do at weekends?", _josh())
     assert facts.direct is None and facts.evidence  # the model answers from the lines
+
+
+def test_a_time_told_in_words_and_a_count_told_as_a_word_are_readings() -> None:
+    swims = [
+        Evidence(1, "On Wednesday [7 May 2025] I swam 1,000 metres in 32 minutes 40 seconds at the pool.",
+                 "2025-05-11T21:30:00", speaker="Aiko"),
+        Evidence(2, "This morning [25 June 2025] I swam 1,000 metres in 31 minutes 50 seconds. Progress!",
+                 "2025-06-25T20:10:00", speaker="Aiko"),
+        Evidence(3, "I signed up for the sea swim again. On Friday [3 July 2026] my 1,000 metres took 27 minutes 45 seconds.",
+                 "2026-07-05T20:15:00", speaker="Aiko"),
+    ]
+    # Minutes and seconds are one reading, written as a clock reads, not "32 min" with its seconds lost.
+    assert timeline("How has my 1,000 m swim time changed over the past year?", swims).direct == (
+        "From 32:40 (7 May 2025) to 27:45 (3 July 2026): 32:40 (7 May 2025) → 31:50 (25 June 2025) → "
+        "27:45 (3 July 2026)", [1, 2, 3])
+    migraines = [
+        Evidence(1, "In April I had nine migraine days, so she started me on a preventive.", "2025-05-11T21:30:00",
+                 speaker="Aiko"),
+        Evidence(2, "July was a good month: only five migraine days, despite the heat.", "2025-08-03T22:05:00",
+                 speaker="Aiko"),
+        Evidence(3, "Only one migraine day in June, and two new clients.", "2026-07-05T20:15:00", speaker="Aiko"),
+    ]
+    # "The number of …" asks for a count only without a word of change; "nine" before the topic is 9,
+    # "two" before another word is no reading.
+    found = timeline("How has the number of migraine days per month changed since I started counting?", migraines)
+    assert found.direct == ("From 9 migraine (11 May 2025) to 1 migraine (5 July 2026): 9 migraine (11 May 2025) → "
+                            "5 migraine (3 August 2025) → 1 migraine (5 July 2026)", [1, 2, 3])
+    assert timeline("How many migraine days have I had?", migraines).direct != found.direct
+
+
+def test_the_newest_line_on_a_now_question_may_say_it_in_other_words() -> None:
+    told = [
+        Evidence(1, "weighed 73.1 this morn [28 September 2025]", "2025-09-28T21:15:00", speaker="Brodie"),
+        Evidence(2, "off to the coast for the long weekend", "2026-06-01T21:15:00", speaker="Brodie"),
+        Evidence(3, "76.3 kg. almost there", "2026-07-12T16:45:00", speaker="Brodie"),
+    ]
+    question = "What do I weigh now?"
+    # By its words alone, the only line that says "weigh" is the newest on it.
+    assert recency(question, told).facts[0].startswith("Latest on what is asked: (28 September 2025, Brodie) weighed 73.1")
+    # Close to the question's embedding as the closest line is, a newer line in other words is newer news;
+    # a line far from it (the coast) is not about it, however new.
+    similar = {1: 0.456, 2: 0.21, 3: 0.471}
+    assert recency(question, told, similar=similar).facts[0] == (
+        "Latest on what is asked: (12 July 2026, Brodie) 76.3 kg. almost there")
+    assert recency(question, told[:2], similar=similar).facts[0].startswith("Latest on what is asked: (28 September 2025")
