@@ -96,6 +96,10 @@ class RuleVerdict:
     decision: str  # "no" | "yes"
 
 
+_PART_AFTER = re.compile(r"\s+(?:nights?|mornings?|evenings?|afternoons?|arvos?)\b", re.IGNORECASE)
+_DAY_BEFORE = re.compile(r"\b(?:on|every|from|next|last|this|til|till|until)\s+$", re.IGNORECASE)
+
+
 def _days(text: str) -> set[int]:
     out: set[int] = set()
     for m in DAY_WORD.finditer(text):
@@ -104,8 +108,9 @@ def _days(text: str) -> set[int]:
             out |= next(days for head, days in _SPANS.items() if word.startswith(head))
             continue
         head = m.group(1).lower()[:3]
-        if m.group(0).lower() in {"sun", "sat", "wed", "mon"}:  # three-letter words alone are too ambiguous
-            continue
+        if m.group(0).lower() in {"sun", "sat", "wed", "mon"} and not (  # three-letter words alone are too ambiguous
+                _PART_AFTER.match(text, m.end()) or _DAY_BEFORE.search(text, 0, m.start())):
+            continue  # but "wed nights", "on sat", "every mon" are days
         out.add(["mon", "tue", "wed", "thu", "fri", "sat", "sun"].index(head))
     return out
 
@@ -339,7 +344,7 @@ def _reason_moved(reason: set[str], sentence: str) -> bool:
             and bool(_days(sentence) or _clock(sentence)[0] or _months(sentence)))
 
 
-_FREE_CLAUSE = re.compile(r"([\w\s]{0,40}?)\b(?:are|is)\s+(?:free|fine|ok|okay)\b", re.IGNORECASE)
+_FREE_CLAUSE = re.compile(r"([\w\s]{0,40}?)\b(?:(?:are|is|r)\s+(?:free|fine|ok|okay)|free[sd]?\s+up)\b", re.IGNORECASE)
 
 
 def _frees(rule: str, sentence: str) -> bool:
@@ -900,7 +905,7 @@ _DASH = re.compile(r"\s[—–-]\s|;\s")
 # plural or with "every" ("on wednesdays", "every Sunday", "Tuesday evenings"); the commitment as it
 # stands is its newest telling, one a later line moved to another day (:func:`_reason_moved`) none.
 _WEEKLY = re.compile(r"\b(?:every\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day|(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|sat(?:ur)?|sun)"
-                     r"(?:day)?s\b|(?:mon|tues|wednes|thurs|fri|satur|sun)day\s+(?:mornings|afternoons|evenings|nights)\b)",
+                     r"(?:day)?s\b|(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?\s+(?:mornings|afternoons|evenings|nights)\b)",
                      re.IGNORECASE)
 _SPAN = re.compile(r"(?<![\d:])(\d{1,2})(?:[:.](\d{2}))?\s*([ap])?\.?m?\.?\s*(?:-|–|to|till|until)\s*(\d{1,2})(?:[:.](\d{2}))?"
                    r"\s*([ap])?\.?m?\b", re.IGNORECASE)
@@ -926,13 +931,17 @@ def _hours(sentence: str) -> tuple[int, int] | None:
     return (start, end) if start < end else None
 
 
+_EVENING_FROM = 17 * 60  # minutes: an evening or night with no hours written starts at 5 pm
+
+
 def _weekly_clash(question: str, evidence: Sequence[Evidence], flat: str | None) -> RuleVerdict | None:
     """"No — it clashes with ..." for a proposal on a weekday, at a time or in the evening, that a weekly
     commitment of the user's takes (see above): one the user (or the one the question names) keeps,
     not someone else's."""
     days = _days(question)
-    times = _asked_times(question)
     evening = _EVENING.search(question) is not None
+    # "a pub trivia night thursday at 7": an hour of an evening proposal is in the evening.
+    times = [t + 12 * 60 if evening and 60 <= t < 12 * 60 else t for t in _asked_times(question)]
     if not days or not (times or evening):
         return None
     asked_names = _names(question) | terms(" ".join(re.findall(r"(?<=\s)[A-Z][\w'’-]+", question)))
@@ -944,15 +953,21 @@ def _weekly_clash(question: str, evidence: Sequence[Evidence], flat: str | None)
                 continue
             span = _hours(sentence)
             if times:
-                if span is None or not any(span[0] <= t < span[1] for t in times):
+                # A commitment on "thurs nights" with no hours takes the evening: from 5 pm.
+                late = span is None and _EVENING.search(sentence) is not None and any(t >= _EVENING_FROM for t in times)
+                if not late and (span is None or not any(span[0] <= t < span[1] for t in times)):
                     continue
             elif span is None and not _EVENING.search(sentence):
                 continue
             if _names(sentence) - asked_names:
                 continue  # someone else's week ("Dara has pottery on Wednesdays")
-            later = [x for x in said if _said_order(x) > _said_order(item)]
+            # Moved to another day since: told by the user, or in the assistant's echo of it when that
+            # is the line retrieval found ("Noted: from January futsal moves to Wednesday nights"); not
+            # the assistant's echo of this very line ("Monday and Wednesday are no longer MBA nights").
+            later = [x for x in evidence if x.kind == "raw" and _said_order(x) > _said_order(item)
+                     and not (_assistant(x) and x.day == item.day)]
             if any(_moved_off(sentence, part, days) for x in later for part in SENTENCES.split(x.text.strip())):
-                continue  # moved to another day since
+                continue
             shown = sentence.strip().rstrip(";,")
             if flat is not None and norm(shown) not in flat:
                 continue

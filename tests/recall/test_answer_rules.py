@@ -300,7 +300,10 @@ def test_a_rule_whose_reason_moved_decides_nothing_and_the_move_is_kept_beside_i
         "No — and Wednesday evenings are pottery, so don't put anything after 6 on a Wednesday")  # "anything": any proposal
     assert rule_verdict(asked, ev, context).text == (
         'Yes — the rule against it changed on 22 July 2025: "pottery changes from September: it moves to Tuesday evenings."')
-    assert rule_verdict("Could I join a Tuesday 7pm book club?", ev, context) is None  # the new evenings: no rule says
+    # The new evenings: no rule says, but the weekly pottery takes Tuesday evenings, and 7pm is one.
+    assert rule_verdict("Could I join a Tuesday 7pm book club?", ev, context).text == (
+        'No — it clashes with "pottery changes from September: it moves to Tuesday evenings."')
+    assert rule_verdict("Could I join a Tuesday 8am book club?", ev, context) is None
     prepared = preprocess.rules(asked, ev)
     # the line that is no rule stays as a fact beside the rules (one of the best-ranked few)
     assert [(e.note_id, e.stale) for e in prepared.evidence] == [(1, True), (2, False), (3, False)]
@@ -845,3 +848,21 @@ def test_a_weekday_nothing_answered_is_read_off_the_events_stored_day() -> None:
     fact = Evidence(-1000001, "shona — Callum's college interview at Trafford: 4 February 2026", "2026-01-30T19:00:00",
                     kind="profile", dates=interview.dates)
     assert answer_agent.weekday_told(asked, [fact]) is None
+
+
+def test_a_weekly_night_moved_off_in_the_assistants_echo_and_an_evening_hour_against_nights() -> None:
+    ev, context = _said(
+        (1, "2025-09-02T23:47:00", "Brodie", "and tues nights r futsal, 7pm at annerley indoor courts"),
+        (2, "2025-09-02T23:47:01", "Assistant", "Tuesday nights are futsal at 7 at Annerley."),
+        # Only the echo of the move was retrieved: it moves futsal off Tuesdays ("wed nights" is a day).
+        (3, "2025-11-01T18:05:01", "Assistant", "Noted: from January futsal moves to wed nights, so Tuesdays free up."),
+    )
+    asked = "hutchy's got tix to a gig on a tuesday night next month, can i go?"
+    assert rule_verdict(asked, ev[:2], context).text == (
+        'No — it clashes with "and tues nights r futsal, 7pm at annerley indoor courts"')
+    assert rule_verdict(asked, ev, context) is None  # no rule, no clash: the model decides with the move in view
+    # A night with no hours written takes the evening: "thursday at 7" for a trivia night is 7 pm.
+    later, context = _said((4, "2026-05-31T22:02:00", "Brodie", "its thurs nights now for futsal, winter season"))
+    assert rule_verdict("pub trivia night thursday at 7, can i make it?", later, context).text == (
+        'No — it clashes with "its thurs nights now for futsal, winter season"')
+    assert rule_verdict("coffee thursday at 7 in the morning, can i make it?", later, context) is None
