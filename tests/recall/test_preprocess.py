@@ -1432,20 +1432,3 @@ def test_a_time_told_in_words_and_a_count_told_as_a_word_are_readings() -> None:
     assert found.direct == ("From 9 migraine (11 May 2025) to 1 migraine (5 July 2026): 9 migraine (11 May 2025) → "
                             "5 migraine (3 August 2025) → 1 migraine (5 July 2026)", [1, 2, 3])
     assert timeline("How many migraine days have I had?", migraines).direct != found.direct
-
-
-def test_the_newest_line_on_a_now_question_may_say_it_in_other_words() -> None:
-    told = [
-        Evidence(1, "weighed 73.1 this morn [28 September 2025]", "2025-09-28T21:15:00", speaker="Brodie"),
-        Evidence(2, "off to the coast for the long weekend", "2026-06-01T21:15:00", speaker="Brodie"),
-        Evidence(3, "76.3 kg. almost there", "2026-07-12T16:45:00", speaker="Brodie"),
-    ]
-    question = "What do I weigh now?"
-    # By its words alone, the only line that says "weigh" is the newest on it.
-    assert recency(question, told).facts[0].startswith("Latest on what is asked: (28 September 2025, Brodie) weighed 73.1")
-    # Close to the question's embedding as the closest line is, a newer line in other words is newer news;
-    # a line far from it (the coast) is not about it, however new.
-    similar = {1: 0.456, 2: 0.21, 3: 0.471}
-    assert recency(question, told, similar=similar).facts[0] == (
-        "Latest on what is asked: (12 July 2026, Brodie) 76.3 kg. almost there")
-    assert recency(question, told[:2], similar=similar).facts[0].startswith("Latest on what is asked: (28 September 2025")
