@@ -48,6 +48,11 @@ STOPWORDS = frozenset(
 
 # English names, not the locale's: strftime("%B") would write the labels in the user's language and
 # the date tools, which read them back, only know these.
+# Counts written as words, zero to twenty: "nine migraine days", "three trout".
+NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+
 MONTH_NAMES = (
     "January", "February", "March", "April", "May", "June",
     "July", "August", "September", "October", "November", "December",

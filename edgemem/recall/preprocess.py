@@ -37,7 +37,7 @@ from edgemem.recall.tools import (
     Count, Grounded, count_occurrences, dates_in_text, describe_days, describe_months, describe_weeks, ground, months_between,
     nth_event, stretch, verb_forms,
 )
-from edgemem.text import MONTH_NAMES, STOPWORDS, day_label
+from edgemem.text import MONTH_NAMES, NUMBER_WORDS, STOPWORDS, day_label
 
 __all__ = [
     "Prepared", "SessionGroup", "TIER3_TAGS", "prepare", "anchors", "chronological", "temporal", "recency",
@@ -1742,10 +1742,7 @@ _SPOKEN_TIME = re.compile(
 )
 # A count written as a word right before the topic's own word ("nine migraine days", "only one
 # migraine day"): the number it is, so it reads like "9 migraine days".
-_COUNT_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())}
-_COUNT_WORD = re.compile(rf"\b({'|'.join(_COUNT_WORDS)})\b(?=\s+([^\W\d_][\w'-]*))", re.IGNORECASE)
+_COUNT_WORD = re.compile(rf"\b({'|'.join(NUMBER_WORDS)})\b(?=\s+([^\W\d_][\w'-]*))", re.IGNORECASE)
 
 
 def _spoken_time(m: re.Match) -> str:
@@ -1763,7 +1760,7 @@ def _digits_for_counts(text: str, topic: set[str]) -> str:
     def number(m: re.Match) -> str:
         if not terms(m.group(2)) & topic:
             return m.group()
-        digits = str(_COUNT_WORDS[m.group(1).lower()])
+        digits = str(NUMBER_WORDS[m.group(1).lower()])
         return digits + " " * (len(m.group(1)) - len(digits))
 
     return _COUNT_WORD.sub(number, text)
@@ -1794,9 +1791,8 @@ def _placed_values(text: str, topic: set[str], *, times_of_day: bool = True,
         sentence = _SPOKEN_TIME.sub(lambda m: " " * len(m.group()), sentence)
         if money:
             for m in _SIGNED_MONEY.finditer(sentence):
-                rate = _RATE.match(sentence, m.end())
-                per = _RATE_SAME.get(rate.group(1).lower(), rate.group(1).lower()) if rate else ""
-                found.append((f"/{per}", f"{m.group(0).strip()}/{per}", offset + m.start()) if rate
+                per = _per(sentence, m.end())
+                found.append((f"/{per}", f"{m.group(0).strip()}/{per}", offset + m.start()) if per
                              else ("money", m.group(0).strip(), offset + m.start()))
         for m in _VALUE.finditer(sentence):
             num, unit = m.group("num"), (m.group("unit") or "").lower()
@@ -1810,9 +1806,8 @@ def _placed_values(text: str, topic: set[str], *, times_of_day: bool = True,
                 found.append(("clock", num, where))
                 continue
             unit = unit.split("/")[0]  # "20h/week" is 20 h
-            rate = _RATE.match(sentence, m.end("num"))
-            if rate:  # "24.50 an hr", "41 per hour": a rate, one kind whether or not its line names the topic
-                per = _RATE_SAME.get(rate.group(1).lower(), rate.group(1).lower())
+            per = _per(sentence, m.end("num"))
+            if per:  # "24.50 an hr", "41 per hour": a rate, one kind whether or not its line names the topic
                 found.append((f"/{per}", f"{num}/{per}", where))
                 continue
             if unit in STOPWORDS or not unit:
@@ -1841,6 +1836,12 @@ _RATE = re.compile(r"\s*(?:an?|per|/)\s*(hour|hr|h|week|wk|month|day|night|year|
 _RATE_SAME = {"hour": "h", "hr": "h", "wk": "week", "yr": "year"}
 
 
+def _per(text: str, at: int) -> str:
+    """The unit of time a number ending at ``at`` is counted per ("h" for "an hr"); "" for none."""
+    rate = _RATE.match(text, at)
+    return _RATE_SAME.get(rate.group(1).lower(), rate.group(1).lower()) if rate else ""
+
+
 def _first_after_topic(sentence: str, at: int, topic: set[str]) -> bool:
     """The number at ``at`` is the first one after the last word of ``topic`` before it in the sentence."""
     words = list(re.finditer(r"[^\W\d_][\w'-]*", sentence[:at]))
@@ -1857,9 +1858,6 @@ _ASKS_HOW_IT_WENT = re.compile(
     r"\b(?:chang\w*|progress\w*|trend\w*|evolv\w*|improv\w*|grow\w*|grew|develop\w*|done\s+since)\b",
     re.IGNORECASE,
 )
-
-
-_CHANGED = re.compile(r"\b(?:chang\w*|progress\w*|trend\w*|evolv\w*|improv\w*|develop\w*)\b", re.IGNORECASE)
 
 
 _STARTS_ON = re.compile(r"[£$€]?[\d.,:]*[^.!?\n]{0,24}?\b(?:from|starting|as\s+of|effective)\s+(?:on\s+)?(?:the\s+)?", re.IGNORECASE)
@@ -1890,9 +1888,9 @@ def _amount(value: str) -> float:
     return float(m.group().replace(",", "")) if m else 0.0
 
 
-def _same_value(a: str, b: str) -> bool:
+def _unsigned(value: str) -> str:
     """"$24.50/h" and "24.50/h" are one reading told twice (the user's and the assistant's echo)."""
-    return a.lstrip("£$€") == b.lstrip("£$€")
+    return value.lstrip("£$€")
 
 
 def _trend(question: str, ordered: Sequence[Evidence], topic: set[str],
@@ -1906,7 +1904,7 @@ def _trend(question: str, ordered: Sequence[Evidence], topic: set[str],
     before it in the note, else by the note; one value per date. Nothing when fewer than two
     readings, or all the same value. Also returned: the sequence as an answer, with its notes."""
     # "How many parkruns?" counts; "How has the number of migraine days changed?" asks a series.
-    if _COUNTING.search(question) and not _CHANGED.search(question):
+    if _COUNTING.search(question) and not _ASKS_HOW_IT_WENT.search(question):
         return [], None
     # "What do you know about Noor?", "Give me an overview of my year with the choir": an overview
     # tracks no one quantity, and the numbers its lines hold (a follower count, a choir fee) are no
@@ -1956,11 +1954,11 @@ def _trend(question: str, ordered: Sequence[Evidence], topic: set[str],
                     day, label = _reading_at(e, at)
                     held.append((e, value, day, label))
         held.sort(key=lambda r: (r[2], _said(r[0])))
-    if not ranked or len(ranked[0][1]) < 2 or len({v.lstrip("£$€") for _, v, _, _ in ranked[0][1]}) < 2:
+    if not ranked or len(ranked[0][1]) < 2 or len({_unsigned(v) for _, v, _, _ in ranked[0][1]}) < 2:
         return [], None
     series: list[tuple[Evidence, str, date, str]] = []
     for reading in ranked[0][1]:  # a value told again (the assistant's echo, a later recap) is one reading
-        if not series or not _same_value(series[-1][1], reading[1]):
+        if not series or _unsigned(series[-1][1]) != _unsigned(reading[1]):
             series.append(reading)
     if len(series) > TREND_MAX:
         series = series[: TREND_MAX // 2 - 1] + series[-(TREND_MAX - TREND_MAX // 2 + 1):]

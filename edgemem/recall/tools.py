@@ -27,7 +27,7 @@ from dateutil.relativedelta import relativedelta
 
 from edgemem.recall.events import anchors
 from edgemem.recall.evidence import ANNOTATION, ASSISTANT_SPEAKERS, Evidence, jaccard, parse_iso_day, same_teller, terms
-from edgemem.text import HOLIDAY_PATTERN, MONTH_NAMES, STOPWORDS, day_label
+from edgemem.text import HOLIDAY_PATTERN, MONTH_NAMES, NUMBER_WORDS, STOPWORDS, day_label
 
 __all__ = [
     "MAX_TOOL_ROUNDS", "TOOL_NAMES", "TAG_TOOLS", "tools_for", "ERROR_PREFIX", "RESULT_PREFIX",
@@ -1190,9 +1190,7 @@ _MONTH_WORD = r"(?:" + "|".join([m.lower() for m in MONTH_NAMES] + [m[:3].lower(
 _MONTH_AFTER = re.compile(rf"(?:st|nd|rd|th)?\s*(?:of\s+)?{_MONTH_WORD}(?![\w])", re.IGNORECASE)
 _MONTH_BEFORE = re.compile(rf"(?<![\w]){_MONTH_WORD}\s*$", re.IGNORECASE)
 _QUANTITY_WINDOW = 3
-_NUMBER_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())} | {"a": 1, "an": 1, "no": 0, "couple": 2, "pair": 2}
+_NUMBER_WORDS = NUMBER_WORDS | {"a": 1, "an": 1, "no": 0, "couple": 2, "pair": 2}
 # "bouldering twice last week", "swam three times": how often, written after the counted word; not a
 # rate ("physio twice a week", "3 times per month"), which says how often it is planned, not how many.
 _TIMES = {"once": 1, "twice": 2, "thrice": 3}

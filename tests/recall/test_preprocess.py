@@ -1432,3 +1432,18 @@ def test_a_time_told_in_words_and_a_count_told_as_a_word_are_readings() -> None:
     assert found.direct == ("From 9 migraine (11 May 2025) to 1 migraine (5 July 2026): 9 migraine (11 May 2025) → "
                             "5 migraine (3 August 2025) → 1 migraine (5 July 2026)", [1, 2, 3])
     assert timeline("How many migraine days have I had?", migraines).direct != found.direct
+
+
+def test_a_later_line_that_says_instead_or_moved_replaces_the_earlier_one_on_a_now_question() -> None:
+    from edgemem.recall.preprocess import changed
+
+    told = [
+        Evidence(1, "Ellie's football training is on Tuesdays at the rec", "2025-09-02T19:00:00", speaker="Shona"),
+        Evidence(2, "Ellie's football training is on Wednesdays instead, the rec got double booked",
+                 "2025-11-02T19:00:00", speaker="Shona"),
+        Evidence(3, "Ellie's football training moved to the school pitch", "2026-01-12T19:00:00", speaker="Shona"),
+    ]
+    # "instead" and "moved" say it changed (no word "changed" in either line).
+    assert changed("When is Ellie's football training now?", told[:2]) == {1: told[1]}
+    assert changed("When is Ellie's football training now?", [told[0], told[2]]) == {1: told[2]}
+    assert changed("When is Ellie's football training now?", [told[0]]) == {}
