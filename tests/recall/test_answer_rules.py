@@ -866,3 +866,13 @@ def test_a_weekly_night_moved_off_in_the_assistants_echo_and_an_evening_hour_aga
     assert rule_verdict("pub trivia night thursday at 7, can i make it?", later, context).text == (
         'No — it clashes with "its thurs nights now for futsal, winter season"')
     assert rule_verdict("coffee thursday at 7 in the morning, can i make it?", later, context) is None
+
+
+def test_the_assistants_echo_of_a_commitment_the_same_day_does_not_move_it() -> None:
+    ev, context = _said(
+        (1, "2026-02-05T20:00:00", "Nomvula", "MBA year 2 timetable is out: classes are now TUESDAY and THURSDAY "
+                                             "evenings 5:30 to 8:30, not monday and wednesday"),
+        (2, "2026-02-05T20:00:01", "Assistant", "Monday and Wednesday evenings are no longer MBA nights."),
+    )
+    assert rule_verdict("can i book the dentist for 6pm on thursday 24 september?", ev, context).text.startswith(
+        'No — it clashes with "MBA year 2 timetable is out')
