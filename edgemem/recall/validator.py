@@ -544,6 +544,35 @@ _A_WEEKLY_DAY = re.compile(r"\b(?:(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?
                            r"every\s+day|daily|nightly)\b", re.IGNORECASE)
 
 
+# "What's Marta's new phone number in Cork?", "emeka's number?", "whats bisi's new address?": a
+# contact detail is asked. A phone number is digits (six or more, however grouped); a postal address
+# has a house, flat or postcode number; an email address has its "@". "Ibadan", "Noted" or a restated
+# move ("Noriko got a new phone number when she moved") names none: the detail was never told.
+_ASKS_PHONE = re.compile(r"\b(?:phone|mobile|cell|landline|contact)\s+(?:number|no\b\.?)|"
+                         r"(?:['’]s|\bmy|\bher|\bhis|\btheir|\byour)\s+(?:new\s+|current\s+|latest\s+|old\s+)?number\b",
+                         re.IGNORECASE)
+_ASKS_FOR_DETAIL = re.compile(r"^\W*(?:wh?at(?:['’]?s|\s+is|\s+was|\s+are)?|can\s+(?:you|u)\s+(?:remind|tell|give)|"
+                              r"remind|tell|give)\b|^\W*[\w'’]+['’]s\s+(?:new\s+)?(?:phone\s+)?number\W*$|"
+                              r"\bwhat\s+(?:it|is\s+it)\W*$", re.IGNORECASE)
+_ASKS_ADDRESS = re.compile(r"\b(?:postal\s+|home\s+|street\s+)?address\b(?!\s+(?:book|the|it|them|him|her|this|that))", re.IGNORECASE)
+_ASKS_EMAIL = re.compile(r"\be-?mail(?:\s+address)?\b", re.IGNORECASE)
+
+
+def _no_contact_detail(question: str, answer: str) -> str | None:
+    """The contact detail asked for, when the answer does not give one ("no_phone_number",
+    "no_address", "no_email"), else None. Only a question that asks what the detail is: "Did Ines
+    change her phone number?" is answered yes or no, "how many times" counts."""
+    if not _ASKS_FOR_DETAIL.search(question) or _ASKS_AMOUNT.search(question):
+        return None
+    if _ASKS_EMAIL.search(question):
+        return None if "@" in answer else "no_email"
+    if _ASKS_PHONE.search(question):
+        return None if len(re.findall(r"\d", answer)) >= 6 else "no_phone_number"
+    if _ASKS_ADDRESS.search(question):
+        return None if re.search(r"\d", answer) else "no_address"
+    return None
+
+
 def _speakers(context: str) -> set[str]:
     """The speakers the context's line headers name."""
     return {line.speaker for line in (_parse(x) for x in context.splitlines() if x.strip()) if line.speaker}
@@ -575,7 +604,8 @@ def wrong_kind(question: str, answer: str, context: str, speakers: Collection[st
     with no frequency in it ("no_frequency"), a "what date" reply that names no day or month
     ("no_date": "2026" for "what date is the Dublin half marathon?"), a "what night is it on" reply
     with no weekday ("no_weekday": "11 June" for "what night is futsal on now?"), a sum of money asked and
-    answered in another unit ("no_money": "10 kg" for "what does Gunnar charge for a lift now?"), or a reply that is only the
+    answered in another unit ("no_money": "10 kg" for "what does Gunnar charge for a lift now?"), a
+    phone number, postal or email address asked and none given (:func:`_no_contact_detail`), or a reply that is only the
     name of someone in the conversation when the question asks for no person or name ("How has
     John's artistic skill improved?" answered "Maria!": the vocative a line opens with;
     "only_a_name"). The people in the conversation are the context's speakers and ``speakers`` (the
@@ -590,6 +620,9 @@ def wrong_kind(question: str, answer: str, context: str, speakers: Collection[st
         return "no_weekday"
     if _not_money(question, answer):
         return "no_money"
+    detail = _no_contact_detail(question, answer)
+    if detail is not None:
+        return detail
     words = tokens(answer)
     if words and not _ASKS_NAME.search(question):
         people = _speakers(context) | set(speakers)

@@ -221,3 +221,25 @@ def test_a_sum_of_money_asked_and_answered_in_another_unit_is_the_wrong_kind() -
     assert wrong_kind(asked, "1500", "") is None  # a bare number may be money
     assert wrong_kind("How much did I pay for the 10 kg bag?", "R300", "") is None
     assert wrong_kind("How far did I run?", "10 km", "") is None  # no money asked
+
+
+def test_a_phone_number_or_address_asked_and_none_given_is_the_wrong_kind() -> None:
+    # The move was told, the new number or address never was: what the model lifts from the move's
+    # line is no phone number (digits) and no address (a house, flat or postcode number).
+    assert wrong_kind("What's Marta's new phone number in Cork?", "Noted", "") == "no_phone_number"
+    assert wrong_kind("Noriko got a new phone number when she moved to Fukuoka, what is it?",
+                      "Noriko got a new phone number when she moved to Fukuoka.", "") == "no_phone_number"
+    assert wrong_kind("emeka's number?", "Emeka", "") == "no_phone_number"
+    assert wrong_kind("whats bisi's new address after the wedding?", "Ibadan", "") == "no_address"
+    assert wrong_kind("What is Caroline's email address?", "her work one", "") == "no_email"
+    # Given, the detail is of the kind asked, however it is grouped or written.
+    assert wrong_kind("emeka's number?", "0812 330 6651", "") is None
+    assert wrong_kind("can u remind me what my phone number is, i always forget the new one", "0412 558 903", "") is None
+    assert wrong_kind("whats my address now", "Flat 3B, 14 Palm Grove Close, Lekki Phase 1", "") is None
+    assert wrong_kind("What is Caroline's email address?", "caro.m@example.org", "") is None
+    # Not asked what the detail is: a yes/no, a device, a count, a room number, where someone lives.
+    assert wrong_kind("Did Ines change her phone number too?", "Yes", "") is None
+    assert wrong_kind("what phone am I using now?", "An iPhone 15", "") is None
+    assert wrong_kind("How many times did Tom change his number?", "3", "") is None
+    assert wrong_kind("What's my room number at the hotel?", "Room 12", "") is None
+    assert wrong_kind("Where does Noor live now?", "Sherbrooke", "") is None
