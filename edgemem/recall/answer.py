@@ -23,7 +23,7 @@ from edgemem.recall.evidence import ASSISTANT_SPEAKERS, NOW_TERMS, Evidence, ans
 from edgemem.recall.limits import limits
 from edgemem.recall.rules import (
     CONSTRAINT, DAY_WORD, DAYS, MONTHS_IN_FULL, SENTENCES, WH_QUESTION, RuleVerdict, applies, current_rules, is_proposal,
-    norm, proposes, quoted, rule_verdict,
+    names_when, norm, proposes, quoted, rule_verdict,
 )
 
 ESCALATE = "ESCALATE_REQUIRED"
@@ -339,11 +339,14 @@ def with_rule(question: str, text: str, evidence: Sequence[Evidence], context: s
         return None
     flat = norm(context)
     asked = terms(question)
-    found = [(item, quoted(item, sentence)) for item, sentence, _ in current_rules(evidence)
-             if norm(quoted(item, sentence)) in flat]
+    found = [(item, quoted(item, sentence), (applies(question, sentence) == "match", names_when(question, sentence)))
+             for item, sentence, _ in current_rules(evidence) if norm(quoted(item, sentence)) in flat]
     if not found:
         return None
-    item, rule = max(found, key=lambda f: (len(asked & terms(f[1])), f[0].score))
+    # A rule that covers the proposal, and of those one about the day it asks for, before one that only
+    # shares words with it: "no client calls on fridays" for a call this Friday, not "no Tokyo trip in
+    # March, a video call instead".
+    item, rule, _ = max(found, key=lambda f: (f[2], len(asked & terms(f[1])), f[0].score))
     return RuleVerdict(f"No — {rule}", [item], "no")
 
 

@@ -823,14 +823,17 @@ def rule_verdict(question: str, evidence: Sequence[Evidence], context: str | Non
         elif fit == "match" and not extra_rule:
             yes.append((item, rule))
     if no:
-        # A rule that names the days, months or times the proposal asks about is the one that
-        # decides it: "weekends still nothing before 9" for "leave at 8am this saturday", not the line
-        # that only shares a name ("liam … never lets me forget it").
+        # A rule that names the weekday or month the proposal asks about is the one that decides it
+        # ("no client calls on fridays" for a call this Friday, not "no Tokyo trip in March, a video
+        # call instead"); then one that names days, months or times at all: "weekends still nothing
+        # before 9" for "leave at 8am this saturday", not the line that only shares a name ("liam …
+        # never lets me forget it").
         # Then the one sharing most of what the proposal is about, the user's own words before an
         # assistant's restatement: "I never take flights that leave before nine in the morning", not
         # "Understood — amlodipine 5 mg each morning", for a 6:15 flight.
         asked = _about(question)
-        no.sort(key=lambda found: (not _timed(found[1]), -len(asked & _about(found[1])), _assistant(found[0])))
+        no.sort(key=lambda found: (not names_when(question, found[1]), not _timed(found[1]),
+                                   -len(asked & _about(found[1])), _assistant(found[0])))
         return RuleVerdict(f"No — {_with_reason(no[0][0], no[0][1], flat)}", _holding_rule(no), "no")
     clash = _clash(question, evidence, flat, asked_days) or _weekly_clash(question, evidence, flat)
     if clash is not None:
@@ -1235,6 +1238,13 @@ def _already_bought(question: str, evidence: Sequence[Evidence], found: tuple[Ev
                           for m in _LISTED.finditer(after) if not any(a.start == named[0].start + m.start(1) for a in named)]
             out.extend((e, a) for a in named)
     return out
+
+
+def names_when(question: str, rule: str) -> bool:
+    """The rule names a weekday or month the proposal asks about ("no client calls on fridays" for a
+    call this Friday): of two rules that cover a proposal, the one about its day decides it."""
+    rule = ANNOTATION.sub(" ", rule)
+    return bool(_days(rule) & _days(question) or _months(rule) & _months(question))
 
 
 def _timed(rule: str) -> bool:

@@ -876,3 +876,19 @@ def test_the_assistants_echo_of_a_commitment_the_same_day_does_not_move_it() -> 
     )
     assert rule_verdict("can i book the dentist for 6pm on thursday 24 september?", ev, context).text.startswith(
         'No — it clashes with "MBA year 2 timetable is out')
+
+
+def test_a_no_quotes_the_rule_about_the_day_asked_before_one_sharing_more_words() -> None:
+    from edgemem.recall import answer as answer_agent
+
+    ev, context = _said(
+        (1, "2026-01-10T20:00:00", "Aiko", "fridays are for swimming and admin, so no client calls on fridays."),
+        (2, "2026-02-12T20:00:00", "Assistant", "So no Tokyo trip in March, a video call instead, and Mr Endo respects your rules."),
+    )
+    ev[0].score, ev[1].score = 0.3, 0.6  # retrieval ranked the trip line higher
+    asked = "Mr Endo asked for a quick video call this Friday at 3 pm. Does that work?"
+    # The trip line shares "Mr Endo" and "video call" and names a month; the Friday rule names the day asked.
+    assert answer_agent.with_rule(asked, "No.", ev, context).text == (
+        "No — fridays are for swimming and admin, so no client calls on fridays.")
+    assert rule_verdict(asked, ev, context).text == "No — fridays are for swimming and admin, so no client calls on fridays."
+
