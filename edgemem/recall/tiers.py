@@ -305,7 +305,8 @@ def gather(conn: Any, tag: str, question: str, embed: Callable, *, llm: Any | No
         if missing:  # the newer fact must be in view for the recency filter to prefer it
             evidence += to_evidence(conn, [Hit(n, 0.0) for n in missing])
     similar = None
-    if tag in ("broad-summarization", "state-tracking"):  # an overview's lines about its subject in other words
+    # An overview's lines about its subject in other words; the newest line on what a "now" question asks.
+    if tag in ("broad-summarization", "state-tracking", "conflict-resolution"):
         similar = {i: float(v @ vector) for i, v in notes.vectors(conn, [e.note_id for e in evidence]).items()}
     prepared = preprocess.prepare(tag, question, evidence, reference=reference, supersedes=supersedes,
                                   asked_days=asked_days, similar=similar)

@@ -1447,3 +1447,20 @@ def test_a_later_line_that_says_instead_or_moved_replaces_the_earlier_one_on_a_n
     assert changed("When is Ellie's football training now?", told[:2]) == {1: told[1]}
     assert changed("When is Ellie's football training now?", [told[0], told[2]]) == {1: told[2]}
     assert changed("When is Ellie's football training now?", [told[0]]) == {}
+
+
+def test_the_newest_line_on_a_now_question_may_say_it_in_other_words() -> None:
+    told = [
+        Evidence(1, "weighed 73.1 this morn [28 September 2025]", "2025-09-28T21:15:00", speaker="Brodie"),
+        Evidence(2, "off to the coast for the long weekend", "2026-06-01T21:15:00", speaker="Brodie"),
+        Evidence(3, "76.3 kg. almost there", "2026-07-12T16:45:00", speaker="Brodie"),
+    ]
+    question = "What do I weigh now?"
+    # By its words alone, the only line that says "weigh" is the newest on it.
+    assert recency(question, told).facts[0].startswith("Latest on what is asked: (28 September 2025, Brodie) weighed 73.1")
+    # Close to the question's embedding as the closest line is, a newer line in other words is newer news;
+    # a line far from it (the coast) is not about it, however new.
+    similar = {1: 0.456, 2: 0.21, 3: 0.471}
+    assert recency(question, told, similar=similar).facts[0] == (
+        "Latest on what is asked: (12 July 2026, Brodie) 76.3 kg. almost there")
+    assert recency(question, told[:2], similar=similar).facts[0].startswith("Latest on what is asked: (28 September 2025")
