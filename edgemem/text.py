@@ -48,15 +48,15 @@ STOPWORDS = frozenset(
 
 # English names, not the locale's: strftime("%B") would write the labels in the user's language and
 # the date tools, which read them back, only know these.
-# Counts written as words, zero to twenty: "nine migraine days", "three trout".
-NUMBER_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())}
-
 MONTH_NAMES = (
     "January", "February", "March", "April", "May", "June",
     "July", "August", "September", "October", "November", "December",
 )
+
+# Counts written as words, zero to twenty: "nine migraine days", "three trout".
+NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
 
 # Holidays on a fixed day of the year, as (month, day): the write path dates "on Christmas Eve" by
 # them, the read path knows that a holiday frames a stay rather than opening it.
