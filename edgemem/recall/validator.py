@@ -555,14 +555,16 @@ _ASKS_FOR_DETAIL = re.compile(r"^\W*(?:wh?at(?:['’]?s|\s+is|\s+was|\s+are)?|ca
                               r"remind|tell|give)\b|^\W*[\w'’]+['’]s\s+(?:new\s+)?(?:phone\s+)?number\W*$|"
                               r"\bwhat\s+(?:it|is\s+it)\W*$", re.IGNORECASE)
 _ASKS_ADDRESS = re.compile(r"\b(?:postal\s+|home\s+|street\s+)?address\b(?!\s+(?:book|the|it|them|him|her|this|that))", re.IGNORECASE)
+_ASKS_WHETHER = re.compile(r"\b(?:whether|if)\b", re.IGNORECASE)  # "can you tell me if my number changed?"
 _ASKS_EMAIL = re.compile(r"\be-?mail(?:\s+address)?\b", re.IGNORECASE)
 
 
 def _no_contact_detail(question: str, answer: str) -> str | None:
     """The contact detail asked for, when the answer does not give one ("no_phone_number",
     "no_address", "no_email"), else None. Only a question that asks what the detail is: "Did Ines
-    change her phone number?" is answered yes or no, "how many times" counts."""
-    if not _ASKS_FOR_DETAIL.search(question) or _ASKS_AMOUNT.search(question):
+    change her phone number?" and "can you tell me if my number changed?" are answered yes or no, "how
+    many times" counts."""
+    if not _ASKS_FOR_DETAIL.search(question) or _ASKS_AMOUNT.search(question) or _ASKS_WHETHER.search(question):
         return None
     if _ASKS_EMAIL.search(question):
         return None if "@" in answer else "no_email"

@@ -239,6 +239,7 @@ def test_a_phone_number_or_address_asked_and_none_given_is_the_wrong_kind() -> N
     assert wrong_kind("What is Caroline's email address?", "caro.m@example.org", "") is None
     # Not asked what the detail is: a yes/no, a device, a count, a room number, where someone lives.
     assert wrong_kind("Did Ines change her phone number too?", "Yes", "") is None
+    assert wrong_kind("can you tell me if my phone number changed?", "No, it's the same one.", "") is None
     assert wrong_kind("what phone am I using now?", "An iPhone 15", "") is None
     assert wrong_kind("How many times did Tom change his number?", "3", "") is None
     assert wrong_kind("What's my room number at the hotel?", "Room 12", "") is None
