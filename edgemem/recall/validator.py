@@ -548,9 +548,11 @@ _A_WEEKLY_DAY = re.compile(r"\b(?:(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?
 # contact detail is asked. A phone number is digits (six or more, however grouped); a postal address
 # has a house, flat or postcode number; an email address has its "@". "Ibadan", "Noted" or a restated
 # move ("Noriko got a new phone number when she moved") names none: the detail was never told.
+# A bare "number" is a phone number only when it ends the question ("emeka's number?", "whats her
+# new number now"): "What's my number for the race?" asks for a bib.
 _ASKS_PHONE = re.compile(r"\b(?:phone|mobile|cell|landline|contact)\s+(?:number|no\b\.?)|"
-                         r"(?:['’]s|\bmy|\bher|\bhis|\btheir|\byour)\s+(?:new\s+|current\s+|latest\s+|old\s+)?number\b",
-                         re.IGNORECASE)
+                         r"(?:['’]s|\bmy|\bher|\bhis|\btheir|\byour)\s+(?:new\s+|current\s+|latest\s+|old\s+)?number"
+                         r"(?:\s+(?:again|now|atm|rn|pls|please|is))?\W*$", re.IGNORECASE)
 _ASKS_FOR_DETAIL = re.compile(r"^\W*(?:wh?at(?:['’]?s|\s+is|\s+was|\s+are)?|can\s+(?:you|u)\s+(?:remind|tell|give)|"
                               r"remind|tell|give)\b|^\W*[\w'’]+['’]s\s+(?:new\s+)?(?:phone\s+)?number\W*$|"
                               r"\bwhat\s+(?:it|is\s+it)\W*$", re.IGNORECASE)

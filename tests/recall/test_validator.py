@@ -243,4 +243,6 @@ def test_a_phone_number_or_address_asked_and_none_given_is_the_wrong_kind() -> N
     assert wrong_kind("what phone am I using now?", "An iPhone 15", "") is None
     assert wrong_kind("How many times did Tom change his number?", "3", "") is None
     assert wrong_kind("What's my room number at the hotel?", "Room 12", "") is None
+    assert wrong_kind("What's my number for the race on Sunday?", "412", "") is None  # a bib
+    assert wrong_kind("whats her new number now", "not given yet", "") == "no_phone_number"
     assert wrong_kind("Where does Noor live now?", "Sherbrooke", "") is None
