@@ -250,22 +250,44 @@ def _text(item: Evidence | str) -> str:
     return item.text if isinstance(item, Evidence) else str(item)
 
 
+# A stored date's phrase as written, its annotation right after it: "the Friday [13 February 2026] rota".
+_ANNOTATED = re.compile(r"\s*\[")
+
+
+def _phrase_offsets(text: str, stored: Sequence[dict]) -> list[int]:
+    """Where each stored date's phrase is written in ``text`` (-1: nowhere): the occurrence its
+    annotation follows, each taken once, so that "crew change is on Fridays … with the Friday [13
+    February 2026] rota" places 13 February at the rota, not at "Fridays"; else the first whole-word
+    occurrence not yet taken, else the first occurrence at all."""
+    low = text.lower()
+    taken: set[int] = set()
+    out = []
+    for d in stored:
+        phrase = str(d.get("phrase") or "").lower()
+        found = [m.start() for m in re.finditer(re.escape(phrase), low)] if phrase else []
+        whole = [at for at in found if not (at > 0 and low[at - 1].isalnum())
+                 and not (at + len(phrase) < len(low) and low[at + len(phrase)].isalnum())]
+        annotated = [at for at in whole if _ANNOTATED.match(low, at + len(phrase))]
+        at = next((at for group in (annotated, whole) for at in group if at not in taken), found[0] if found else -1)
+        taken.add(at)
+        out.append(at)
+    return out
+
+
 def _note_dates(item: Evidence | str) -> list[tuple[int, date, date, str, bool]]:
     """(offset in the text, first day, last day, label, exact) of each date stored on an item.
 
     The note's resolved dates (Evidence.dates, what ingestion stored) come first; dates written in
     the text (bracketed labels, absolute dates) fill in for items without them."""
     text = _text(item)
-    low = text.lower()
     out = []
-    for d in item.dates if isinstance(item, Evidence) else []:
+    stored = item.dates if isinstance(item, Evidence) else []
+    for d, where in zip(stored, _phrase_offsets(text, stored), strict=True):
         try:
             start = date.fromisoformat(str(d.get("start"))[:10])
             end = date.fromisoformat(str(d.get("end") or d.get("start"))[:10])
         except ValueError:
             continue
-        phrase = str(d.get("phrase") or "").lower()
-        where = low.find(phrase) if phrase else -1
         label = d.get("label") or day_label(start)
         exact = start == end and not d.get("approximate", False)
         out.append((where if where >= 0 else len(text), start, end, label, exact))
@@ -510,14 +532,12 @@ def _replaced_days(text: str) -> set[int]:
 
 def _days_in(item: Evidence) -> list[tuple[int, date, date, str]]:
     """(offset, first day, last day, phrase) of each day-exact date or range stored on a line, in text order."""
-    low = item.text.lower()
     out = []
-    for d in item.dates:
+    for d, at in zip(item.dates, _phrase_offsets(item.text, item.dates), strict=True):
         if d.get("granularity", "day") != "day" or d.get("approximate"):
             continue
         start, end = parse_iso_day(d.get("start")), parse_iso_day(d.get("end") or d.get("start"))
         phrase = str(d.get("phrase") or "").lower()
-        at = low.find(phrase) if phrase else -1
         if start and end and at >= 0:
             out.append((at, start, end, phrase))
     return sorted(out)

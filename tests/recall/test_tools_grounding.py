@@ -284,3 +284,14 @@ def test_an_op_is_an_operation() -> None:
     lines = [note(1, "mum rang about the allotment on the 12th", "2026-01-20T09:05:00", "s6", "Shona"),
              note(2, "mums op went fine on the 14th!! colours are so bright now", "2026-01-20T09:00:00", "s6", "Shona")]
     assert ground("mum's cataract operation", lines).start == date(2026, 1, 14)
+
+
+
+def test_a_date_is_placed_where_its_annotation_stands_not_at_an_earlier_word_like_its_phrase() -> None:
+    # The stored "Monday" is the one annotated at the end; placed at "Mondays", next to "Work", it
+    # was the date nearest the event's words and took the stretch's place.
+    line = note(1, "Work: Mondays are handover days now. my first shift back is 2nd of March to 16th of March, "
+                   "then on Monday I see the boss.", "2026-02-08T10:00:00", "s1")
+    other = note(2, "first shift back after the flu was rough", "2025-11-20T10:00:00", "s0")
+    assert [d["phrase"] for d in line.dates] == ["2nd of March to 16th of March", "Monday"]
+    assert ground("the start of my first shift back at work", [line, other]).start == date(2026, 3, 2)
