@@ -236,6 +236,7 @@ def run(
             # state: each reading with its date): no model call, and it quotes the notes it cites, so
             # there is nothing to judge.
             text, cited = gathered.direct
+            text = answer_agent.date_not_told(question, text) or text
             return _told(text, cited, trace, start, on_token, verdict="computed", escalated=False, final_tag=tag,
                          cited=cited, cite_reason="computed")
         used = []
@@ -277,6 +278,7 @@ def run(
                 # stream showed is the model's sentence; the reply's answer is its fact). Its retry
                 # too: 9 escalated LoCoMo tune answers, Mem0 F1 35.8 -> 42.3.
                 text = answer_agent.fact_only(question, text)
+            text = answer_agent.date_not_told(question, text) or text  # "what date?" told "September 2026"
             trace.update(verdict=verdict.stage, escalated=attempt == 1, final_tag=tag, cited=cited)
             trace["pipeline_tokens"] = _pipeline_tokens(stages)
             trace["total_ms"] = _ms(start)

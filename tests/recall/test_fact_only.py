@@ -1,8 +1,9 @@
-"""answer.fact_only: the words an answer repeats from its question, cut from its start and its close."""
+"""answer.fact_only: the words an answer repeats from its question, cut from its start and its close;
+answer.date_not_told: a date asked, a month or a year told."""
 
 import pytest
 
-from edgemem.recall.answer import fact_only
+from edgemem.recall.answer import date_not_told, fact_only
 
 
 @pytest.mark.parametrize(("question", "answer", "expected"), [
@@ -37,3 +38,19 @@ def test_repeated_words_are_cut(question: str, answer: str, expected: str) -> No
 ])
 def test_kept_whole(question: str, answer: str) -> None:
     assert fact_only(question, answer) == answer
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "expected"),
+    [
+        ("what date is the Dublin half marathon?", "September 2026",
+         "The exact date is not mentioned in your notes (they say: September 2026)."),
+        ("When is the wedding exactly?", "2027.", "The exact date is not mentioned in your notes (they say: 2027)."),
+        ("what date is the autumn concert?", "Saturday 31 October 2026", None),
+        ("which date did we move in?", "the 4th, a Saturday", None),
+        ("When is the wedding?", "2027", None),  # no date asked: the year answers
+        ("what date did we fly back?", "I could not find reliable information.", None),
+    ],
+)
+def test_a_date_asked_and_a_month_or_year_told(question: str, answer: str, expected: str | None) -> None:
+    assert date_not_told(question, answer) == expected

@@ -85,6 +85,18 @@ def test_a_fact_answer_is_given_without_the_questions_words_after_its_retry_too(
     assert out.note_ids and all("pottery" in eng.note(i)["content"] for i in out.note_ids)
 
 
+def test_a_date_asked_and_only_a_month_told_says_the_date_is_not_in_the_notes(engine) -> None:
+    eng, llm = engine
+    eng.remember("The pottery show is in September, no date fixed yet.", speaker="Caroline", when="2023-06-04T09:00:00")
+    eng.process()
+    llm.enqueue("September 2023")
+    out = run(eng, llm, "What date is the pottery show?", "targeted-extraction")
+    assert out.text == "The exact date is not mentioned in your notes (they say: September 2023)."
+    assert any("pottery show" in eng.note(i)["content"] for i in out.note_ids)
+    llm.enqueue("September 2023")
+    assert run(eng, llm, "When is the pottery show?", "targeted-extraction").text == "September 2023"  # no date asked
+
+
 def test_profile_injection_without_profile_escalates_without_a_model_call(engine) -> None:
     eng, llm = engine
     llm.enqueue("You adopted a cat named Oscar.")
