@@ -1419,6 +1419,7 @@ def map_sessions(evidence: Iterable[Evidence], chunk: int = MAP_CHUNK) -> list[S
 
 
 _COUNTING = re.compile(r"\b(?:how\s+many|how\s+often|number\s+of|count)\b", re.IGNORECASE)
+_HOW_MANY = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
 _COUNT_NOISE = {"many", "often", "number", "count", "times", "time", "total", "different"}
 
 
@@ -2053,7 +2054,8 @@ def timeline(question: str, evidence: Sequence[Evidence], *, entity: str | None 
     framed = () if names or topic - _OVERVIEW_WORDS else asked_days
     # The series is the answer to a question about how something went ("How has my weight changed?");
     # to any other it is a fact beside the notes ("What was my lowest weight?").
-    series = computed if _ASKS_HOW_IT_WENT.search(question) else None
+    # "How many hikes have I done since September?" asks a number: its "done since" is no trend asked.
+    series = computed if _ASKS_HOW_IT_WENT.search(question) and not _HOW_MANY.search(question) else None
     direct = None if _asks_one_reading(question) else series or digest(question, evidence, framed, similar)
     direct = total_answer(question, ordered, asked_days) or direct  # "How many trout in total?": the sum
     direct = none_on_those_days(question, ordered, asked_days) or direct

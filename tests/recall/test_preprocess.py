@@ -1296,6 +1296,8 @@ def test_a_series_takes_every_reading_of_a_note_each_on_the_day_written_before_i
                             "→ 35:58 (25 April 2026) → 34:49 (16 May 2026)", [1, 2])
     # Not a question about how it went: the series is a fact, the model answers.
     assert timeline("Sum up my parkruns so far.", runs).direct != found.direct
+    # A number asked, with "done since" in it: no series of times.
+    assert timeline("How many parkruns have I done since March?", runs).direct != found.direct
 
 
 def test_a_series_of_pay_reads_the_amounts_of_money_not_the_hours() -> None:
