@@ -797,6 +797,35 @@ def test_a_date_the_notes_resolved_from_a_relative_phrase_is_answered_as_it_was_
     # A phrase naming its day exactly leaves no reading to show.
     assert as_told("When did Melanie get the keys?", "9 July 2022", said) == ""
     assert as_told("When did the kiln break?", "7 July 2022", said) == ""
+    # A week told: its first day is no answer, the week is.
+    from edgemem.recall.answer import told_instead
+    assert told_instead("When did Melanie paint a sunset?", "27 June 2022", said) == "The week before 10 July 2022"
+    assert told_instead("When did Melanie paint a sunset?", "She painted it on 27 June 2022.", said) == (
+        "The week before 10 July 2022")
+    assert told_instead("When did Caroline go to the support group?", "8 July 2022", said) is None  # a day told
+    assert told_instead("What did Melanie paint on 27 June 2022?", "a sunset on 27 June 2022", said) is None  # no when
+
+
+def test_the_day_a_line_was_said_is_no_answer_when_the_line_dates_its_event_earlier() -> None:
+    from edgemem.recall.answer import said_not_told
+
+    week = {"phrase": "Last week", "start": "2023-02-27", "end": "2023-03-05", "granularity": "week", "approximate": False}
+    tues = {"phrase": "last Tues", "start": "2023-07-18", "end": "2023-07-18", "granularity": "day", "approximate": False}
+    lines = [Evidence(1, "Hey John! Last week [week of 27 February 2023], my grandma passed away. It's been hard.",
+                      "2023-03-06T10:00:00", speaker="Maria", dates=[week]),
+             Evidence(2, "I'm so sorry, Maria.", "2023-03-06T10:01:00", speaker="John"),
+             Evidence(3, "I joined a new activist group last Tues [18 July 2023]!", "2023-07-20T10:00:00",
+                      speaker="Caroline", dates=[tues])]
+    assert said_not_told("When did Maria's grandmother pass away?", "6 March 2023", lines) == "The week before 6 March 2023"
+    assert said_not_told("When did Caroline join an activist group?", "20 July 2023", lines) == (
+        "18 July 2023 (the Tuesday before 20 July 2023)")
+    assert said_not_told("When did Caroline join an activist group?", "18 July 2023", lines) is None  # the event's day
+    assert said_not_told("What did Caroline join?", "20 July 2023", lines) is None  # no when-question
+    assert said_not_told("When did Caroline adopt a dog?", "20 July 2023", lines[2:]) is None  # the line is not about it
+    month = {"phrase": "last month", "start": "2023-03-01", "end": "2023-03-31", "granularity": "month", "approximate": False}
+    convention = Evidence(4, "I went to a convention with colleagues last month [March 2023].", "2023-04-18T10:00:00",
+                          speaker="John", dates=[month])
+    assert said_not_told("When did John go to a convention?", "18 April 2023", [convention]) == "March 2023"
 
 
 def test_a_bare_no_to_a_proposal_quotes_the_closest_rule_shown() -> None:
