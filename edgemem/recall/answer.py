@@ -527,7 +527,7 @@ def told_instead(question: str, text: str, evidence: Sequence[Evidence]) -> str 
 # --- a date asked, a month or a year told ---------------------------------------------------------
 # "What date is the Dublin half marathon?" answered "September 2026", "When is Emil and Tuva's wedding
 # exactly?" "2027": the notes give the month or the year, not the date asked, and the short answer
-# passed the validator. Of the tune sets' 23 questions asking a date so (LoCoMo conv-26/30/41 ask none),
+# passed the validator. Of the tune sets' 22 questions asking a date so (LoCoMo conv-26/30/41 ask none),
 # every answerable one has a day in its gold answer and the four without one are must-abstain. The
 # answer says so, and what the notes do say.
 _ASKS_EXACT_DATE = re.compile(r"\b(?:(?:what|which)\s+(?:exact\s+)?date|exact\s+(?:date|day))\b|\bwhen\b.*\bexactly\b",
